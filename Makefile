@@ -1,0 +1,49 @@
+# Recall — two commands on a fresh machine:
+#   make run    builds, remembers the sample documents into the embedded default, prints recalls
+#   make test   runs every test (unit, conformance, end to end)
+
+CARGO ?= cargo
+# Outside the clone, so repeated CI runs build incrementally.
+export CARGO_TARGET_DIR ?= /var/tmp/recall-target
+DATA_DIR ?= .recall-demo
+RECALL = $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
+
+.PHONY: run test build deps lint fmt clean-demo
+
+# LanceDB's build needs protoc.
+deps:
+	@command -v protoc >/dev/null 2>&1 || { \
+	  echo "installing protobuf-compiler (protoc, needed by LanceDB)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq protobuf-compiler >/dev/null; }
+
+build: deps
+	$(CARGO) build -p recall
+
+run: build
+	@rm -rf $(DATA_DIR)
+	$(RECALL) remember --dataset samples samples/
+	@echo
+	$(RECALL) datasets
+	@echo
+	@echo '$$ recall recall "How do I keep a sourdough starter alive?" --top-k 2'
+	@$(RECALL) recall "How do I keep a sourdough starter alive?" --top-k 2
+	@echo
+	@echo '$$ recall recall "Which planet is the largest?" --top-k 2'
+	@$(RECALL) recall "Which planet is the largest?" --top-k 2
+	@echo
+	@echo '$$ recall recall "What does the borrow checker enforce?" --top-k 1 --json'
+	@$(RECALL) recall "What does the borrow checker enforce?" --top-k 1 --json
+
+test: deps
+	$(CARGO) test --workspace --all-targets
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean-demo:
+	rm -rf $(DATA_DIR)

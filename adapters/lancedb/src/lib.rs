@@ -1,0 +1,336 @@
+//! The LanceDB vector store: one Lance table per collection
+//! (`"<TypeName>_<field>"`), with a `dataset_id` column that every query
+//! filters on, cosine distance, and the embedding model and width recorded in
+//! the table's schema metadata.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::{
+    Array, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StringArray,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::{Connection, DistanceType, Table};
+use recall_core::ports::{EmbeddingSpec, NodeSetFilter, ScoredResult, VectorRecord, VectorStore};
+use recall_core::{DatasetId, RecallError, Result};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+use uuid::Uuid;
+
+const META_MODEL: &str = "recall.embedding_model";
+const META_DIMENSIONS: &str = "recall.embedding_dimensions";
+
+fn lance_err(err: lancedb::Error) -> RecallError {
+    RecallError::backend(err)
+}
+
+fn arrow_err(err: arrow_schema::ArrowError) -> RecallError {
+    RecallError::backend(err)
+}
+
+/// SQL string literal with quotes doubled.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn dataset_filter(dataset: DatasetId) -> String {
+    format!("dataset_id = {}", quote(&dataset.to_string()))
+}
+
+fn schema_for(spec: &EmbeddingSpec) -> Result<SchemaRef> {
+    let dims =
+        i32::try_from(spec.dimensions).map_err(|_| RecallError::invalid_input("embedding dimensions too large"))?;
+    let metadata = HashMap::from([
+        (META_MODEL.to_string(), spec.model.clone()),
+        (META_DIMENSIONS.to_string(), spec.dimensions.to_string()),
+    ]);
+    Ok(Arc::new(
+        Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("dataset_id", DataType::Utf8, false),
+            Field::new(
+                "vector",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dims),
+                false,
+            ),
+            Field::new("payload", DataType::Utf8, false),
+            Field::new("belongs_to_set", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false),
+        ])
+        .with_metadata(metadata),
+    ))
+}
+
+fn spec_of(schema: &Schema) -> Option<EmbeddingSpec> {
+    let meta = schema.metadata();
+    Some(EmbeddingSpec { model: meta.get(META_MODEL)?.clone(), dimensions: meta.get(META_DIMENSIONS)?.parse().ok()? })
+}
+
+/// Vector store on a LanceDB database (a local directory or an object-store URI).
+pub struct LanceVectorStore {
+    conn: Connection,
+    /// Opened tables and their embedding specs.
+    tables: Mutex<HashMap<String, (Table, EmbeddingSpec)>>,
+    /// One writer per collection: Lance commits are optimistic, and serialising
+    /// our own writers avoids conflict retries.
+    write_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl LanceVectorStore {
+    /// Opens (or creates) the database at `uri`.
+    pub async fn connect(uri: &str) -> Result<Self> {
+        let conn = lancedb::connect(uri).execute().await.map_err(lance_err)?;
+        Ok(Self { conn, tables: Mutex::new(HashMap::new()), write_locks: Mutex::new(HashMap::new()) })
+    }
+
+    async fn open(&self, collection: &str) -> Result<Option<(Table, EmbeddingSpec)>> {
+        let mut tables = self.tables.lock().await;
+        if let Some(found) = tables.get(collection) {
+            return Ok(Some(found.clone()));
+        }
+        match self.conn.open_table(collection).execute().await {
+            Ok(table) => {
+                let schema = table.schema().await.map_err(lance_err)?;
+                let spec = spec_of(&schema).ok_or_else(|| {
+                    RecallError::backend_msg(format!("table '{collection}' has no embedding metadata"))
+                })?;
+                tables.insert(collection.to_string(), (table.clone(), spec.clone()));
+                Ok(Some((table, spec)))
+            }
+            Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
+            Err(e) => Err(lance_err(e)),
+        }
+    }
+
+    async fn write_lock(&self, collection: &str) -> Arc<Mutex<()>> {
+        self.write_locks.lock().await.entry(collection.to_string()).or_default().clone()
+    }
+
+    async fn existing(&self, dataset: DatasetId, collection: &str) -> Result<(Table, EmbeddingSpec)> {
+        self.open(collection).await?.ok_or_else(|| {
+            RecallError::NotFound(format!("Vector collection '{collection}' does not exist (dataset {dataset})."))
+        })
+    }
+}
+
+fn mismatch(dataset: DatasetId, stored: &EmbeddingSpec, model: &str, dims: usize) -> RecallError {
+    RecallError::EmbeddingDimensionMismatch {
+        dataset_id: dataset.to_string(),
+        stored_model: stored.model.clone(),
+        stored_dimensions: stored.dimensions,
+        configured_model: model.to_string(),
+        configured_dimensions: dims,
+    }
+}
+
+fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[VectorRecord]) -> Result<RecordBatch> {
+    let ids = StringArray::from(records.iter().map(|r| r.id.to_string()).collect::<Vec<_>>());
+    let datasets = StringArray::from(vec![dataset.to_string(); records.len()]);
+    let flat: Vec<f32> = records.iter().flat_map(|r| r.vector.iter().copied()).collect();
+    let dims_i32 = i32::try_from(dims).map_err(|_| RecallError::invalid_input("embedding dimensions too large"))?;
+    let vectors = FixedSizeListArray::try_new(
+        Arc::new(Field::new("item", DataType::Float32, true)),
+        dims_i32,
+        Arc::new(Float32Array::from(flat)),
+        None,
+    )
+    .map_err(arrow_err)?;
+    let payloads =
+        StringArray::from(records.iter().map(|r| Value::Object(r.payload.clone()).to_string()).collect::<Vec<_>>());
+    let mut sets = ListBuilder::new(StringBuilder::new());
+    for r in records {
+        for tag in &r.belongs_to_set {
+            sets.values().append_value(tag);
+        }
+        sets.append(true);
+    }
+    RecordBatch::try_new(
+        schema,
+        vec![Arc::new(ids), Arc::new(datasets), Arc::new(vectors), Arc::new(payloads), Arc::new(sets.finish())],
+    )
+    .map_err(arrow_err)
+}
+
+fn string_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| RecallError::backend_msg(format!("LanceDB result has no string column '{name}'")))
+}
+
+fn filter_sql(filter: &NodeSetFilter) -> String {
+    let (func, names) = match filter {
+        NodeSetFilter::Any(n) => ("array_has_any", n),
+        NodeSetFilter::All(n) => ("array_has_all", n),
+    };
+    let list = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(", ");
+    format!("{func}(belongs_to_set, make_array({list}))")
+}
+
+#[async_trait]
+impl VectorStore for LanceVectorStore {
+    fn name(&self) -> &'static str {
+        "lancedb"
+    }
+
+    async fn ensure_collection(&self, dataset: DatasetId, collection: &str, spec: &EmbeddingSpec) -> Result<()> {
+        if let Some((_, existing)) = self.open(collection).await? {
+            return if existing == *spec {
+                Ok(())
+            } else {
+                Err(mismatch(dataset, &existing, &spec.model, spec.dimensions))
+            };
+        }
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        // Another task may have created it while we waited.
+        if let Some((_, existing)) = self.open(collection).await? {
+            return if existing == *spec {
+                Ok(())
+            } else {
+                Err(mismatch(dataset, &existing, &spec.model, spec.dimensions))
+            };
+        }
+        let table = self.conn.create_empty_table(collection, schema_for(spec)?).execute().await.map_err(lance_err)?;
+        self.tables.lock().await.insert(collection.to_string(), (table, spec.clone()));
+        Ok(())
+    }
+
+    async fn collection_spec(&self, collection: &str) -> Result<Option<EmbeddingSpec>> {
+        Ok(self.open(collection).await?.map(|(_, spec)| spec))
+    }
+
+    async fn has_collection(&self, dataset: DatasetId, collection: &str) -> Result<bool> {
+        Ok(self.count(dataset, collection).await? > 0)
+    }
+
+    async fn upsert(&self, dataset: DatasetId, collection: &str, records: Vec<VectorRecord>) -> Result<()> {
+        let (table, spec) = self.existing(dataset, collection).await?;
+        if let Some(bad) = records.iter().find(|r| r.vector.len() != spec.dimensions) {
+            return Err(mismatch(dataset, &spec, "<input vectors>", bad.vector.len()));
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        // Last write wins for a repeated id within one call.
+        let mut seen = std::collections::HashSet::new();
+        let mut unique: Vec<VectorRecord> = records.into_iter().rev().filter(|r| seen.insert(r.id)).collect();
+        unique.reverse();
+        let schema = table.schema().await.map_err(lance_err)?;
+        let batch = to_batch(schema.clone(), dataset, spec.dimensions, &unique)?;
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema));
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        let mut merge = table.merge_insert(&["dataset_id", "id"]);
+        merge.when_matched_update_all(None).when_not_matched_insert_all();
+        merge.execute(reader).await.map_err(lance_err)?;
+        Ok(())
+    }
+
+    async fn search(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+    ) -> Result<Vec<ScoredResult>> {
+        let Some((table, spec)) = self.open(collection).await? else {
+            return Ok(Vec::new());
+        };
+        if query.len() != spec.dimensions {
+            return Err(mismatch(dataset, &spec, "<query vector>", query.len()));
+        }
+        let mut predicate = dataset_filter(dataset);
+        if let Some(f) = filter {
+            predicate = format!("{predicate} AND {}", filter_sql(&f));
+        }
+        let limit = match limit {
+            Some(n) => n,
+            // LanceDB applies a default limit; "all" means the dataset's row count.
+            None => table.count_rows(Some(dataset_filter(dataset))).await.map_err(lance_err)?,
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let batches: Vec<RecordBatch> = table
+            .query()
+            .nearest_to(query)
+            .map_err(lance_err)?
+            .distance_type(DistanceType::Cosine)
+            .only_if(predicate)
+            .limit(limit)
+            .execute()
+            .await
+            .map_err(lance_err)?
+            .try_collect()
+            .await
+            .map_err(lance_err)?;
+        let mut hits = Vec::new();
+        for batch in &batches {
+            let ids = string_column(batch, "id")?;
+            let payloads = string_column(batch, "payload")?;
+            let distances = batch
+                .column_by_name("_distance")
+                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+                .ok_or_else(|| RecallError::backend_msg("LanceDB result has no _distance column"))?;
+            for i in 0..batch.num_rows() {
+                let id = Uuid::parse_str(ids.value(i))
+                    .map_err(|e| RecallError::backend_msg(format!("corrupt id in LanceDB: {e}")))?;
+                let payload = match serde_json::from_str(payloads.value(i)) {
+                    Ok(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                hits.push(ScoredResult { id, score: f64::from(distances.value(i)), payload });
+            }
+        }
+        hits.sort_by(|a, b| a.score.total_cmp(&b.score));
+        Ok(hits)
+    }
+
+    async fn count(&self, dataset: DatasetId, collection: &str) -> Result<u64> {
+        let Some((table, _)) = self.open(collection).await? else {
+            return Ok(0);
+        };
+        Ok(table.count_rows(Some(dataset_filter(dataset))).await.map_err(lance_err)? as u64)
+    }
+
+    async fn delete(&self, dataset: DatasetId, collection: &str, ids: &[Uuid]) -> Result<()> {
+        let Some((table, _)) = self.open(collection).await? else {
+            return Ok(());
+        };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        for chunk in ids.chunks(500) {
+            let list = chunk.iter().map(|id| quote(&id.to_string())).collect::<Vec<_>>().join(", ");
+            table
+                .delete(format!("{} AND id IN ({list})", dataset_filter(dataset)).as_str())
+                .await
+                .map_err(lance_err)?;
+        }
+        Ok(())
+    }
+
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
+        let names = self.conn.table_names().execute().await.map_err(lance_err)?;
+        for name in names {
+            if let Some((table, _)) = self.open(&name).await? {
+                let lock = self.write_lock(&name).await;
+                let _guard = lock.lock().await;
+                table.delete(dataset_filter(dataset).as_str()).await.map_err(lance_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn healthcheck(&self) -> Result<()> {
+        self.conn.table_names().execute().await.map_err(lance_err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use async_trait::async_trait;
+use recall_core::ports::GraphStore;
+use recall_core::{DatasetId, Edge, Node, Result, Subgraph};
+use tokio::sync::RwLock;
+use uuid::Uuid;
+
+type EdgeKey = (Uuid, String, Uuid);
+
+#[derive(Default)]
+struct Partition {
+    nodes: BTreeMap<Uuid, Node>,
+    edges: BTreeMap<EdgeKey, Edge>,
+}
+
+/// A graph held in memory, one partition per dataset.
+#[derive(Default)]
+pub struct MemoryGraphStore {
+    partitions: RwLock<HashMap<DatasetId, Partition>>,
+}
+
+impl MemoryGraphStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl GraphStore for MemoryGraphStore {
+    fn name(&self) -> &'static str {
+        "memory-graph"
+    }
+
+    async fn upsert_nodes(&self, dataset: DatasetId, nodes: &[Node]) -> Result<()> {
+        let mut parts = self.partitions.write().await;
+        let part = parts.entry(dataset).or_default();
+        for node in nodes {
+            part.nodes.insert(node.id, node.clone());
+        }
+        Ok(())
+    }
+
+    async fn upsert_edges(&self, dataset: DatasetId, edges: &[Edge]) -> Result<()> {
+        let mut parts = self.partitions.write().await;
+        let part = parts.entry(dataset).or_default();
+        for edge in edges {
+            let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
+            part.edges.insert(key, edge.clone());
+        }
+        Ok(())
+    }
+
+    async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>> {
+        let parts = self.partitions.read().await;
+        let Some(part) = parts.get(&dataset) else {
+            return Ok(Vec::new());
+        };
+        Ok(ids.iter().filter_map(|id| part.nodes.get(id).cloned()).collect())
+    }
+
+    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph> {
+        let parts = self.partitions.read().await;
+        let Some(part) = parts.get(&dataset) else {
+            return Ok(Subgraph::default());
+        };
+        let mut reached: HashSet<Uuid> = seeds.iter().copied().filter(|id| part.nodes.contains_key(id)).collect();
+        let mut frontier = reached.clone();
+        for _ in 0..depth {
+            let mut next = HashSet::new();
+            for (source, _, target) in part.edges.keys() {
+                if frontier.contains(source) && !reached.contains(target) {
+                    next.insert(*target);
+                }
+                if frontier.contains(target) && !reached.contains(source) {
+                    next.insert(*source);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            reached.extend(next.iter().copied());
+            frontier = next;
+        }
+        let nodes = part.nodes.values().filter(|n| reached.contains(&n.id)).cloned().collect();
+        let edges = part
+            .edges
+            .values()
+            .filter(|e| reached.contains(&e.source_node_id) && reached.contains(&e.target_node_id))
+            .cloned()
+            .collect();
+        Ok(Subgraph { nodes, edges })
+    }
+
+    async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)> {
+        let parts = self.partitions.read().await;
+        Ok(parts.get(&dataset).map(|p| (p.nodes.len() as u64, p.edges.len() as u64)).unwrap_or((0, 0)))
+    }
+
+    async fn delete_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<()> {
+        let mut parts = self.partitions.write().await;
+        if let Some(part) = parts.get_mut(&dataset) {
+            let doomed: HashSet<&Uuid> = ids.iter().collect();
+            part.nodes.retain(|id, _| !doomed.contains(id));
+            part.edges.retain(|(s, _, t), _| !doomed.contains(s) && !doomed.contains(t));
+        }
+        Ok(())
+    }
+
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
+        self.partitions.write().await.remove(&dataset);
+        Ok(())
+    }
+}

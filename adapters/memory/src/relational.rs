@@ -1,0 +1,158 @@
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, UserStore};
+use recall_core::{ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, Result, User};
+use tokio::sync::RwLock;
+use uuid::Uuid;
+
+#[derive(Default)]
+struct State {
+    users: BTreeMap<String, User>,
+    datasets: BTreeMap<DatasetId, Dataset>,
+    /// (principal, dataset) → permissions
+    acls: HashMap<(Uuid, DatasetId), Vec<&'static str>>,
+    data: BTreeMap<(DatasetId, Uuid), DataItem>,
+    runs: Vec<PipelineRun>,
+}
+
+/// Users, datasets, data items and pipeline runs held in memory.
+#[derive(Default)]
+pub struct MemoryRelationalStore {
+    state: RwLock<State>,
+}
+
+impl MemoryRelationalStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl RelationalStore for MemoryRelationalStore {
+    fn name(&self) -> &'static str {
+        "memory-relational"
+    }
+}
+
+#[async_trait]
+impl UserStore for MemoryRelationalStore {
+    async fn find_user(&self, email: &str) -> Result<Option<User>> {
+        Ok(self.state.read().await.users.get(email).cloned())
+    }
+
+    async fn ensure_user(&self, email: &str) -> Result<User> {
+        let mut state = self.state.write().await;
+        let user = state.users.entry(email.to_string()).or_insert_with(|| User {
+            id: Uuid::new_v4(),
+            email: email.to_string(),
+            tenant_id: None,
+        });
+        Ok(user.clone())
+    }
+}
+
+#[async_trait]
+impl DatasetStore for MemoryRelationalStore {
+    async fn ensure_dataset(&self, owner: &User, name: &str) -> Result<Dataset> {
+        let mut state = self.state.write().await;
+        let id = DatasetId(ids::dataset_id(name, owner.id));
+        if let Some(existing) = state.datasets.get(&id) {
+            return Ok(existing.clone());
+        }
+        let dataset = Dataset {
+            id,
+            name: name.to_string(),
+            owner_id: owner.id,
+            tenant_id: owner.tenant_id,
+            created_at: now_millis(),
+        };
+        state.datasets.insert(id, dataset.clone());
+        state.acls.insert((owner.id, id), vec!["read", "write", "delete", "share"]);
+        Ok(dataset)
+    }
+
+    async fn owned_datasets_by_name(&self, owner: &User, names: &[String]) -> Result<Vec<Dataset>> {
+        let state = self.state.read().await;
+        Ok(state
+            .datasets
+            .values()
+            .filter(|d| d.owner_id == owner.id && d.tenant_id == owner.tenant_id && names.contains(&d.name))
+            .cloned()
+            .collect())
+    }
+
+    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>> {
+        let state = self.state.read().await;
+        let mut out: Vec<Dataset> = state
+            .datasets
+            .values()
+            .filter(|d| {
+                d.tenant_id == user.tenant_id && state.acls.get(&(user.id, d.id)).is_some_and(|p| p.contains(&"read"))
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.name.cmp(&b.name)));
+        Ok(out)
+    }
+
+    async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>> {
+        let state = self.state.read().await;
+        Ok(ids.iter().filter_map(|id| state.datasets.get(id).cloned()).collect())
+    }
+
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
+        let mut state = self.state.write().await;
+        state.datasets.remove(&dataset);
+        state.acls.retain(|(_, d), _| *d != dataset);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DataStore for MemoryRelationalStore {
+    async fn upsert_data(&self, item: &DataItem) -> Result<DataItem> {
+        let mut state = self.state.write().await;
+        Ok(state.data.entry((item.dataset_id, item.id)).or_insert_with(|| item.clone()).clone())
+    }
+
+    async fn set_data_status(&self, dataset: DatasetId, id: Uuid, status: DataStatus) -> Result<()> {
+        if let Some(item) = self.state.write().await.data.get_mut(&(dataset, id)) {
+            item.status = status;
+        }
+        Ok(())
+    }
+
+    async fn list_data(&self, dataset: DatasetId) -> Result<Vec<DataItem>> {
+        let state = self.state.read().await;
+        let mut items: Vec<DataItem> = state.data.values().filter(|d| d.dataset_id == dataset).cloned().collect();
+        items.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.name.cmp(&b.name)));
+        Ok(items)
+    }
+
+    async fn count_data(&self, dataset: DatasetId) -> Result<u64> {
+        Ok(self.state.read().await.data.keys().filter(|(d, _)| *d == dataset).count() as u64)
+    }
+
+    async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
+        self.state.write().await.data.retain(|(d, _), _| *d != dataset);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PipelineRunStore for MemoryRelationalStore {
+    async fn record_run(&self, run: &PipelineRun) -> Result<()> {
+        self.state.write().await.runs.push(run.clone());
+        Ok(())
+    }
+
+    async fn list_runs(&self, dataset: DatasetId) -> Result<Vec<PipelineRun>> {
+        let state = self.state.read().await;
+        Ok(state.runs.iter().filter(|r| r.dataset_id == dataset).cloned().collect())
+    }
+
+    async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()> {
+        self.state.write().await.runs.retain(|r| r.dataset_id != dataset);
+        Ok(())
+    }
+}

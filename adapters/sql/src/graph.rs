@@ -1,0 +1,251 @@
+use std::collections::{BTreeMap, HashSet};
+
+use async_trait::async_trait;
+use recall_core::ports::GraphStore;
+use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
+use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
+use serde_json::{Map, Value as Json};
+use uuid::Uuid;
+
+use crate::{db_err, in_list, placeholders, SqlDatabase};
+
+/// Rows per multi-row INSERT: well under SQLite's and Postgres' parameter limits.
+const WRITE_BATCH: usize = 500;
+/// Ids per IN list.
+const READ_BATCH: usize = 500;
+
+/// A graph on two SQL tables (`graph_nodes`, `graph_edges`), keyed by dataset.
+#[derive(Clone)]
+pub struct SqlGraphStore {
+    db: SqlDatabase,
+}
+
+impl SqlGraphStore {
+    pub fn new(db: SqlDatabase) -> Self {
+        Self { db }
+    }
+}
+
+fn json_text(map: &Map<String, Json>) -> String {
+    Json::Object(map.clone()).to_string()
+}
+
+fn parse_uuid(s: &str) -> Result<Uuid> {
+    Uuid::parse_str(s).map_err(|e| RecallError::backend_msg(format!("corrupt id '{s}' in graph tables: {e}")))
+}
+
+fn parse_map(s: &str) -> Result<Map<String, Json>> {
+    match serde_json::from_str(s) {
+        Ok(Json::Object(m)) => Ok(m),
+        Ok(_) => Ok(Map::new()),
+        Err(e) => Err(RecallError::backend_msg(format!("corrupt properties in graph tables: {e}"))),
+    }
+}
+
+fn node_from_row(row: &QueryResult) -> Result<Node> {
+    let id: String = row.try_get("", "id").map_err(db_err)?;
+    let node_type: String = row.try_get("", "node_type").map_err(db_err)?;
+    let props: String = row.try_get("", "properties").map_err(db_err)?;
+    Ok(Node { id: parse_uuid(&id)?, node_type, properties: parse_map(&props)? })
+}
+
+fn edge_from_row(row: &QueryResult) -> Result<Edge> {
+    let source: String = row.try_get("", "source_id").map_err(db_err)?;
+    let target: String = row.try_get("", "target_id").map_err(db_err)?;
+    let relationship_name: String = row.try_get("", "relationship_name").map_err(db_err)?;
+    let edge_text: Option<String> = row.try_get("", "edge_text").map_err(db_err)?;
+    let props: String = row.try_get("", "properties").map_err(db_err)?;
+    Ok(Edge {
+        source_node_id: parse_uuid(&source)?,
+        target_node_id: parse_uuid(&target)?,
+        relationship_name,
+        edge_text,
+        properties: parse_map(&props)?,
+    })
+}
+
+impl SqlGraphStore {
+    /// Edges of a dataset with an endpoint among `ids` (`column` is source_id or target_id).
+    async fn edges_touching(&self, dataset: DatasetId, ids: &[Uuid], column: &str) -> Result<Vec<Edge>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(READ_BATCH) {
+            let sql = format!(
+                "SELECT source_id, relationship_name, target_id, edge_text, properties FROM graph_edges \
+                 WHERE dataset_id = $1 AND {column} IN ({})",
+                in_list(2, chunk.len())
+            );
+            let mut values: Vec<Value> = vec![dataset.to_string().into()];
+            values.extend(chunk.iter().map(|id| Value::from(id.to_string())));
+            let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+            for row in &rows {
+                out.push(edge_from_row(row)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl GraphStore for SqlGraphStore {
+    fn name(&self) -> &'static str {
+        "sql-graph"
+    }
+
+    async fn upsert_nodes(&self, dataset: DatasetId, nodes: &[Node]) -> Result<()> {
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        // Last write wins for a repeated id within one call, as with sequential upserts.
+        let mut unique: BTreeMap<Uuid, &Node> = BTreeMap::new();
+        for n in nodes {
+            unique.insert(n.id, n);
+        }
+        let nodes: Vec<&Node> = unique.into_values().collect();
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for chunk in nodes.chunks(WRITE_BATCH) {
+            let sql = format!(
+                "INSERT INTO graph_nodes (dataset_id, id, node_type, name, properties) VALUES {} \
+                 ON CONFLICT (dataset_id, id) DO UPDATE SET node_type = excluded.node_type, \
+                 name = excluded.name, properties = excluded.properties",
+                placeholders(chunk.len(), 5)
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 5);
+            for n in chunk {
+                values.push(dataset.to_string().into());
+                values.push(n.id.to_string().into());
+                values.push(n.node_type.clone().into());
+                values.push(n.name().map(str::to_string).into());
+                values.push(json_text(&n.properties).into());
+            }
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn upsert_edges(&self, dataset: DatasetId, edges: &[Edge]) -> Result<()> {
+        if edges.is_empty() {
+            return Ok(());
+        }
+        let mut unique: BTreeMap<(Uuid, &str, Uuid), &Edge> = BTreeMap::new();
+        for e in edges {
+            unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
+        }
+        let edges: Vec<&Edge> = unique.into_values().collect();
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for chunk in edges.chunks(WRITE_BATCH) {
+            let sql = format!(
+                "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties) \
+                 VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) DO UPDATE SET \
+                 edge_text = excluded.edge_text, properties = excluded.properties",
+                placeholders(chunk.len(), 6)
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 6);
+            for e in chunk {
+                values.push(dataset.to_string().into());
+                values.push(e.source_node_id.to_string().into());
+                values.push(e.relationship_name.clone().into());
+                values.push(e.target_node_id.to_string().into());
+                values.push(e.edge_text.clone().into());
+                values.push(json_text(&e.properties).into());
+            }
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>> {
+        let mut by_id = BTreeMap::new();
+        for chunk in ids.chunks(READ_BATCH) {
+            let sql = format!(
+                "SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1 AND id IN ({})",
+                in_list(2, chunk.len())
+            );
+            let mut values: Vec<Value> = vec![dataset.to_string().into()];
+            values.extend(chunk.iter().map(|id| Value::from(id.to_string())));
+            for row in self.db.conn.query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? {
+                let node = node_from_row(&row)?;
+                by_id.insert(node.id, node);
+            }
+        }
+        // Keep the caller's order.
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph> {
+        let found = self.get_nodes(dataset, seeds).await?;
+        let mut reached: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
+        let mut frontier: Vec<Uuid> = reached.iter().copied().collect();
+        for _ in 0..depth {
+            if frontier.is_empty() {
+                break;
+            }
+            let mut next = HashSet::new();
+            for e in self.edges_touching(dataset, &frontier, "source_id").await? {
+                if !reached.contains(&e.target_node_id) {
+                    next.insert(e.target_node_id);
+                }
+            }
+            for e in self.edges_touching(dataset, &frontier, "target_id").await? {
+                if !reached.contains(&e.source_node_id) {
+                    next.insert(e.source_node_id);
+                }
+            }
+            reached.extend(next.iter().copied());
+            frontier = next.into_iter().collect();
+        }
+        let mut ids: Vec<Uuid> = reached.iter().copied().collect();
+        ids.sort();
+        let nodes = self.get_nodes(dataset, &ids).await?;
+        let edges = self
+            .edges_touching(dataset, &ids, "source_id")
+            .await?
+            .into_iter()
+            .filter(|e| reached.contains(&e.target_node_id))
+            .collect();
+        Ok(Subgraph { nodes, edges })
+    }
+
+    async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)> {
+        let sql = "SELECT (SELECT COUNT(*) FROM graph_nodes WHERE dataset_id = $1) AS n, \
+                   (SELECT COUNT(*) FROM graph_edges WHERE dataset_id = $1) AS e";
+        let row = self
+            .db
+            .conn
+            .query_one_raw(self.db.stmt(sql, vec![dataset.to_string().into()]))
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| RecallError::backend_msg("COUNT returned no row"))?;
+        let n: i64 = row.try_get("", "n").map_err(db_err)?;
+        let e: i64 = row.try_get("", "e").map_err(db_err)?;
+        Ok((n.max(0) as u64, e.max(0) as u64))
+    }
+
+    async fn delete_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for chunk in ids.chunks(READ_BATCH) {
+            let list = in_list(2, chunk.len());
+            let mut values: Vec<Value> = vec![dataset.to_string().into()];
+            values.extend(chunk.iter().map(|id| Value::from(id.to_string())));
+            for sql in [
+                format!("DELETE FROM graph_edges WHERE dataset_id = $1 AND source_id IN ({list})"),
+                format!("DELETE FROM graph_edges WHERE dataset_id = $1 AND target_id IN ({list})"),
+                format!("DELETE FROM graph_nodes WHERE dataset_id = $1 AND id IN ({list})"),
+            ] {
+                txn.execute_raw(self.db.stmt(&sql, values.clone())).await.map_err(db_err)?;
+            }
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for sql in ["DELETE FROM graph_edges WHERE dataset_id = $1", "DELETE FROM graph_nodes WHERE dataset_id = $1"] {
+            txn.execute_raw(self.db.stmt(sql, vec![dataset.to_string().into()])).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn healthcheck(&self) -> Result<()> {
+        self.db.healthcheck().await
+    }
+}

@@ -1,0 +1,151 @@
+//! The SQL adapter (sea-orm): the relational store and a graph store on SQL
+//! tables, on SQLite (the embedded default) or Postgres. Both backends run the
+//! same statements: `$n` placeholders, `ON CONFLICT` upserts, `IF NOT EXISTS`
+//! DDL.
+
+mod graph;
+mod relational;
+mod schema;
+
+use std::time::Duration;
+
+use recall_core::{RecallError, Result};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, Value};
+
+pub use graph::SqlGraphStore;
+pub use relational::SqlRelationalStore;
+
+/// Maps a driver error into the domain's backend error.
+pub(crate) fn db_err(err: DbErr) -> RecallError {
+    RecallError::backend(err)
+}
+
+/// A pooled connection to SQLite or Postgres, with the schema in place.
+#[derive(Clone)]
+pub struct SqlDatabase {
+    conn: DatabaseConnection,
+}
+
+impl SqlDatabase {
+    /// Connects to `sqlite://PATH` (created if missing) or `postgres://…`, and
+    /// creates the tables and indexes if they do not exist.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::open(url, true).await
+    }
+
+    /// Connects without creating anything: `Ok(None)` when an SQLite file does
+    /// not exist yet (nothing was ever remembered).
+    pub async fn connect_existing(url: &str) -> Result<Option<Self>> {
+        if let Some(path) = sqlite_path(url) {
+            if path != ":memory:" && !std::path::Path::new(path).exists() {
+                return Ok(None);
+            }
+        }
+        Self::open(url, true).await.map(Some)
+    }
+
+    async fn open(url: &str, create: bool) -> Result<Self> {
+        let mut opts = ConnectOptions::new(normalise_url(url, create)?);
+        opts.sqlx_logging(false).connect_timeout(Duration::from_secs(10));
+        if sqlite_path(url).is_some() {
+            // A busy SQLite file waits for the writer instead of failing at once.
+            opts.map_sqlx_sqlite_opts(|o| o.busy_timeout(Duration::from_secs(30)));
+            opts.max_connections(8);
+        } else {
+            opts.max_connections(16);
+        }
+        let conn = Database::connect(opts).await.map_err(db_err)?;
+        if conn.get_database_backend() == DbBackend::Sqlite {
+            // WAL lets readers run while one writer writes; it persists in the file.
+            conn.execute_unprepared("PRAGMA journal_mode=WAL;").await.map_err(db_err)?;
+        }
+        let db = Self { conn };
+        schema::create(&db.conn).await?;
+        Ok(db)
+    }
+
+    pub fn backend(&self) -> DbBackend {
+        self.conn.get_database_backend()
+    }
+
+    pub fn connection(&self) -> &DatabaseConnection {
+        &self.conn
+    }
+
+    pub async fn healthcheck(&self) -> Result<()> {
+        self.conn.execute_unprepared("SELECT 1").await.map_err(db_err)?;
+        Ok(())
+    }
+
+    pub(crate) fn stmt(&self, sql: &str, values: Vec<Value>) -> Statement {
+        Statement::from_sql_and_values(self.backend(), sql, values)
+    }
+}
+
+fn sqlite_path(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    Some(rest.split('?').next().unwrap_or(rest))
+}
+
+fn normalise_url(url: &str, create: bool) -> Result<String> {
+    if let Some(path) = sqlite_path(url) {
+        if path == ":memory:" {
+            return Ok("sqlite::memory:".into());
+        }
+        if create {
+            if let Some(parent) = std::path::Path::new(path).parent() {
+                if !parent.as_os_str().is_empty() {
+                    std::fs::create_dir_all(parent).map_err(RecallError::backend)?;
+                }
+            }
+        }
+        return Ok(format!("sqlite://{path}?mode=rwc"));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(url.to_string());
+    }
+    Err(RecallError::invalid_input(format!("Unsupported database URL '{url}': use sqlite://PATH or postgres://…")))
+}
+
+/// `$1, $2, …` placeholders for `rows` rows of `cols` columns.
+pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
+    let mut out = String::new();
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..cols {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push('$');
+            out.push_str(&(r * cols + c + 1).to_string());
+        }
+        out.push(')');
+    }
+    out
+}
+
+/// `$start, $start+1, …` for an IN list of `n` values.
+pub(crate) fn in_list(start: usize, n: usize) -> String {
+    (0..n).map(|i| format!("${}", start + i)).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholder_lists() {
+        assert_eq!(placeholders(2, 2), "($1, $2), ($3, $4)");
+        assert_eq!(in_list(2, 3), "$2, $3, $4");
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(normalise_url("sqlite:///tmp/x.db", false).ok().as_deref(), Some("sqlite:///tmp/x.db?mode=rwc"));
+        assert!(normalise_url("mysql://x", false).is_err());
+        assert_eq!(sqlite_path("sqlite://a/b.db?mode=ro"), Some("a/b.db"));
+    }
+}

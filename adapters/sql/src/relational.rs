@@ -1,0 +1,341 @@
+use async_trait::async_trait;
+use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, UserStore};
+use recall_core::{
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, PipelineRunStatus, RecallError, Result,
+    User,
+};
+use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
+use uuid::Uuid;
+
+use crate::{db_err, in_list, SqlDatabase};
+
+/// Users, datasets, grants, data items and pipeline runs on SQL tables.
+#[derive(Clone)]
+pub struct SqlRelationalStore {
+    db: SqlDatabase,
+}
+
+impl SqlRelationalStore {
+    pub fn new(db: SqlDatabase) -> Self {
+        Self { db }
+    }
+}
+
+impl RelationalStore for SqlRelationalStore {
+    fn name(&self) -> &'static str {
+        "sql-relational"
+    }
+}
+
+fn uuid_col(row: &QueryResult, col: &str) -> Result<Uuid> {
+    let s: String = row.try_get("", col).map_err(db_err)?;
+    Uuid::parse_str(&s).map_err(|e| RecallError::backend_msg(format!("corrupt uuid in column {col}: {e}")))
+}
+
+fn opt_uuid_col(row: &QueryResult, col: &str) -> Result<Option<Uuid>> {
+    let s: Option<String> = row.try_get("", col).map_err(db_err)?;
+    s.map(|s| Uuid::parse_str(&s).map_err(|e| RecallError::backend_msg(format!("corrupt uuid in column {col}: {e}"))))
+        .transpose()
+}
+
+fn user_from_row(row: &QueryResult) -> Result<User> {
+    Ok(User {
+        id: uuid_col(row, "id")?,
+        email: row.try_get("", "email").map_err(db_err)?,
+        tenant_id: opt_uuid_col(row, "tenant_id")?,
+    })
+}
+
+fn dataset_from_row(row: &QueryResult) -> Result<Dataset> {
+    Ok(Dataset {
+        id: DatasetId(uuid_col(row, "id")?),
+        name: row.try_get("", "name").map_err(db_err)?,
+        owner_id: uuid_col(row, "owner_id")?,
+        tenant_id: opt_uuid_col(row, "tenant_id")?,
+        created_at: row.try_get("", "created_at").map_err(db_err)?,
+    })
+}
+
+fn data_from_row(row: &QueryResult) -> Result<DataItem> {
+    let status: String = row.try_get("", "status").map_err(db_err)?;
+    Ok(DataItem {
+        id: uuid_col(row, "id")?,
+        dataset_id: DatasetId(uuid_col(row, "dataset_id")?),
+        name: row.try_get("", "name").map_err(db_err)?,
+        extension: row.try_get("", "extension").map_err(db_err)?,
+        mime_type: row.try_get("", "mime_type").map_err(db_err)?,
+        content_hash: row.try_get("", "content_hash").map_err(db_err)?,
+        raw_data_location: row.try_get("", "raw_data_location").map_err(db_err)?,
+        owner_id: uuid_col(row, "owner_id")?,
+        status: DataStatus::parse(&status),
+        created_at: row.try_get("", "created_at").map_err(db_err)?,
+    })
+}
+
+fn run_from_row(row: &QueryResult) -> Result<PipelineRun> {
+    let status: Option<String> = row.try_get("", "status").map_err(db_err)?;
+    let status = status
+        .as_deref()
+        .and_then(PipelineRunStatus::parse)
+        .ok_or_else(|| RecallError::backend_msg("pipeline run with an unknown status"))?;
+    let info: String = row.try_get("", "run_info").map_err(db_err)?;
+    let pipeline_name: Option<String> = row.try_get("", "pipeline_name").map_err(db_err)?;
+    Ok(PipelineRun {
+        id: uuid_col(row, "id")?,
+        pipeline_run_id: uuid_col(row, "pipeline_run_id")?,
+        pipeline_name: pipeline_name.unwrap_or_default(),
+        dataset_id: DatasetId(uuid_col(row, "dataset_id")?),
+        status,
+        error_class: row.try_get("", "error_class").map_err(db_err)?,
+        error_message: row.try_get("", "error_message").map_err(db_err)?,
+        run_info: serde_json::from_str(&info).unwrap_or(serde_json::Value::Null),
+        created_at: row.try_get("", "created_at").map_err(db_err)?,
+    })
+}
+
+const DATASET_COLS: &str = "id, name, owner_id, tenant_id, created_at";
+const DATA_COLS: &str =
+    "dataset_id, id, name, extension, mime_type, content_hash, raw_data_location, owner_id, status, created_at";
+
+impl SqlRelationalStore {
+    async fn query(&self, sql: &str, values: Vec<Value>) -> Result<Vec<QueryResult>> {
+        self.db.conn.query_all_raw(self.db.stmt(sql, values)).await.map_err(db_err)
+    }
+
+    async fn get_dataset(&self, id: DatasetId) -> Result<Option<Dataset>> {
+        let rows = self
+            .query(&format!("SELECT {DATASET_COLS} FROM datasets WHERE id = $1"), vec![id.to_string().into()])
+            .await?;
+        rows.first().map(dataset_from_row).transpose()
+    }
+}
+
+#[async_trait]
+impl UserStore for SqlRelationalStore {
+    async fn find_user(&self, email: &str) -> Result<Option<User>> {
+        let rows = self.query("SELECT id, email, tenant_id FROM users WHERE email = $1", vec![email.into()]).await?;
+        rows.first().map(user_from_row).transpose()
+    }
+
+    async fn ensure_user(&self, email: &str) -> Result<User> {
+        // Concurrent callers race on the unique email: DO NOTHING, then read back.
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "INSERT INTO users (id, email, tenant_id, created_at) VALUES ($1, $2, NULL, $3) \
+                 ON CONFLICT (email) DO NOTHING",
+                vec![Uuid::new_v4().to_string().into(), email.into(), now_millis().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        self.find_user(email)
+            .await?
+            .ok_or_else(|| RecallError::backend_msg(format!("user {email} vanished after insert")))
+    }
+}
+
+#[async_trait]
+impl DatasetStore for SqlRelationalStore {
+    async fn ensure_dataset(&self, owner: &User, name: &str) -> Result<Dataset> {
+        let id = DatasetId(ids::dataset_id(name, owner.id));
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        txn.execute_raw(self.db.stmt(
+            "INSERT INTO datasets (id, name, owner_id, tenant_id, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (id) DO NOTHING",
+            vec![
+                id.to_string().into(),
+                name.into(),
+                owner.id.to_string().into(),
+                owner.tenant_id.map(|t| t.to_string()).into(),
+                now_millis().into(),
+            ],
+        ))
+        .await
+        .map_err(db_err)?;
+        for permission in ["read", "write", "delete", "share"] {
+            txn.execute_raw(self.db.stmt(
+                "INSERT INTO acls (principal_id, dataset_id, permission) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                vec![owner.id.to_string().into(), id.to_string().into(), permission.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)?;
+        self.get_dataset(id)
+            .await?
+            .ok_or_else(|| RecallError::backend_msg(format!("dataset {name} vanished after insert")))
+    }
+
+    async fn owned_datasets_by_name(&self, owner: &User, names: &[String]) -> Result<Vec<Dataset>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {DATASET_COLS} FROM datasets WHERE owner_id = $1 AND name IN ({}) ORDER BY created_at, name",
+            in_list(2, names.len())
+        );
+        let mut values: Vec<Value> = vec![owner.id.to_string().into()];
+        values.extend(names.iter().map(|n| Value::from(n.clone())));
+        let rows = self.query(&sql, values).await?;
+        Ok(rows
+            .iter()
+            .map(dataset_from_row)
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|d| d.tenant_id == owner.tenant_id)
+            .collect())
+    }
+
+    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>> {
+        let sql = "SELECT d.id, d.name, d.owner_id, d.tenant_id, d.created_at FROM datasets d \
+                   JOIN acls a ON a.dataset_id = d.id \
+                   WHERE a.principal_id = $1 AND a.permission = 'read' ORDER BY d.created_at, d.name";
+        let rows = self.query(sql, vec![user.id.to_string().into()]).await?;
+        Ok(rows
+            .iter()
+            .map(dataset_from_row)
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|d| d.tenant_id == user.tenant_id)
+            .collect())
+    }
+
+    async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>> {
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(d) = self.get_dataset(*id).await? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for sql in ["DELETE FROM acls WHERE dataset_id = $1", "DELETE FROM datasets WHERE id = $1"] {
+            txn.execute_raw(self.db.stmt(sql, vec![dataset.to_string().into()])).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+}
+
+#[async_trait]
+impl DataStore for SqlRelationalStore {
+    async fn upsert_data(&self, item: &DataItem) -> Result<DataItem> {
+        let sql = format!(
+            "INSERT INTO data ({DATA_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+             ON CONFLICT (dataset_id, id) DO NOTHING"
+        );
+        let values: Vec<Value> = vec![
+            item.dataset_id.to_string().into(),
+            item.id.to_string().into(),
+            item.name.clone().into(),
+            item.extension.clone().into(),
+            item.mime_type.clone().into(),
+            item.content_hash.clone().into(),
+            item.raw_data_location.clone().into(),
+            item.owner_id.to_string().into(),
+            item.status.as_str().into(),
+            item.created_at.into(),
+        ];
+        self.db.conn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        let rows = self
+            .query(
+                &format!("SELECT {DATA_COLS} FROM data WHERE dataset_id = $1 AND id = $2"),
+                vec![item.dataset_id.to_string().into(), item.id.to_string().into()],
+            )
+            .await?;
+        rows.first()
+            .map(data_from_row)
+            .transpose()?
+            .ok_or_else(|| RecallError::backend_msg("data item vanished after insert"))
+    }
+
+    async fn set_data_status(&self, dataset: DatasetId, id: Uuid, status: DataStatus) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "UPDATE data SET status = $1 WHERE dataset_id = $2 AND id = $3",
+                vec![status.as_str().into(), dataset.to_string().into(), id.to_string().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn list_data(&self, dataset: DatasetId) -> Result<Vec<DataItem>> {
+        let rows = self
+            .query(
+                &format!("SELECT {DATA_COLS} FROM data WHERE dataset_id = $1 ORDER BY created_at, name"),
+                vec![dataset.to_string().into()],
+            )
+            .await?;
+        rows.iter().map(data_from_row).collect()
+    }
+
+    async fn count_data(&self, dataset: DatasetId) -> Result<u64> {
+        let rows = self
+            .query("SELECT COUNT(*) AS n FROM data WHERE dataset_id = $1", vec![dataset.to_string().into()])
+            .await?;
+        let n: i64 = rows.first().map(|r| r.try_get("", "n")).transpose().map_err(db_err)?.unwrap_or(0);
+        Ok(n.max(0) as u64)
+    }
+
+    async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt("DELETE FROM data WHERE dataset_id = $1", vec![dataset.to_string().into()]))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PipelineRunStore for SqlRelationalStore {
+    async fn record_run(&self, run: &PipelineRun) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "INSERT INTO pipeline_runs (id, pipeline_run_id, pipeline_name, dataset_id, status, error_class, \
+                 error_message, run_info, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                vec![
+                    run.id.to_string().into(),
+                    run.pipeline_run_id.to_string().into(),
+                    run.pipeline_name.clone().into(),
+                    run.dataset_id.to_string().into(),
+                    run.status.as_str().into(),
+                    run.error_class.clone().into(),
+                    run.error_message.clone().into(),
+                    run.run_info.to_string().into(),
+                    run.created_at.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn list_runs(&self, dataset: DatasetId) -> Result<Vec<PipelineRun>> {
+        let rows = self
+            .query(
+                "SELECT id, pipeline_run_id, pipeline_name, dataset_id, status, error_class, error_message, run_info, \
+                 created_at FROM pipeline_runs WHERE dataset_id = $1 AND pipeline_name IS NOT NULL \
+                 ORDER BY created_at, id",
+                vec![dataset.to_string().into()],
+            )
+            .await?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(
+                self.db.stmt("DELETE FROM pipeline_runs WHERE dataset_id = $1", vec![dataset.to_string().into()]),
+            )
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The shared conformance suites against the SQL adapter on a real SQLite file
+//! (and on Postgres when `RECALL_TEST_POSTGRES_URL` is set — see issue 6).
+
+use std::sync::Arc;
+
+use recall_conformance::{graph_store_conformance, relational_store_conformance};
+use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore};
+
+async fn sqlite(dir: &tempfile::TempDir) -> SqlDatabase {
+    let url = format!("sqlite://{}", dir.path().join("recall.db").display());
+    SqlDatabase::connect(&url).await.expect("sqlite opens")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_graph_store_conforms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    graph_store_conformance(Arc::new(SqlGraphStore::new(sqlite(&dir).await)), 50_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_relational_store_conforms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    relational_store_conformance(Arc::new(SqlRelationalStore::new(sqlite(&dir).await))).await;
+}
+
+#[tokio::test]
+async fn connect_existing_does_not_create_a_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("absent.db").display());
+    assert!(SqlDatabase::connect_existing(&url).await.expect("no error").is_none());
+    assert!(!dir.path().join("absent.db").exists());
+}

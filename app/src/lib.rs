@@ -1,0 +1,165 @@
+//! Composition root: reads the settings, builds the adapters they name, and
+//! wires them into an [`Engine`]. The only crate that names concrete adapters.
+
+pub mod settings;
+
+use std::sync::Arc;
+
+use recall_core::ports::{Embedder, GraphStore, LlmClient, RelationalPorts, VectorStore};
+use recall_core::{RecallError, Result};
+use recall_engine::{Engine, EngineBuilder, EngineConfig};
+use recall_memory::HashingEmbedder;
+use recall_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore};
+
+pub use settings::{Overrides, Settings};
+
+const OPENAI_ENDPOINT: &str = "https://api.openai.com/v1";
+const OFFLINE_DIMENSIONS: usize = 384;
+
+/// How the engine may touch storage while it is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the database and directories if missing (remember).
+    Create,
+    /// Fail with `RecallPreconditionError` instead of creating anything (recall).
+    ExistingOnly,
+}
+
+/// The active adapters, for logs and `recall doctor`.
+#[derive(Debug, Clone)]
+pub struct ActiveAdapters {
+    pub relational: String,
+    pub graph: String,
+    pub vector: String,
+    pub embedder: String,
+    pub llm: Option<String>,
+}
+
+/// Builds the embedder the settings select.
+pub fn build_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
+    if settings.uses_remote_embeddings()? {
+        let endpoint = non_empty(&settings.embedding_endpoint).unwrap_or(OPENAI_ENDPOINT);
+        let model = non_empty(&settings.embedding_model).unwrap_or("openai/text-embedding-3-large");
+        let explicit = settings.embedding_dimensions > 0;
+        let dimensions = if explicit { settings.embedding_dimensions } else { default_dimensions(model)? };
+        let key = settings.embedding_key();
+        let config = OpenAiConfig::new(endpoint, model, (!key.is_empty()).then_some(key));
+        Ok(Arc::new(OpenAiEmbedder::new(config, dimensions, explicit, settings.embedding_batch_size)?))
+    } else {
+        let dims = if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
+        Ok(Arc::new(HashingEmbedder::new(dims)?))
+    }
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    let t = s.trim();
+    (!t.is_empty()).then_some(t)
+}
+
+/// Widths of well-known models, so EMBEDDING_DIMENSIONS can be left unset.
+fn default_dimensions(model: &str) -> Result<usize> {
+    let bare = model.rsplit('/').next().unwrap_or(model);
+    match bare {
+        "text-embedding-3-large" => Ok(3072),
+        "text-embedding-3-small" | "text-embedding-ada-002" => Ok(1536),
+        "nomic-embed-text" => Ok(768),
+        "mxbai-embed-large" => Ok(1024),
+        "all-minilm" | "all-MiniLM-L6-v2" => Ok(384),
+        _ => Err(RecallError::invalid_input(format!(
+            "EMBEDDING_DIMENSIONS is not set and the width of embedding model '{model}' is not known: set EMBEDDING_DIMENSIONS"
+        ))),
+    }
+}
+
+/// Builds the chat model when one is usable.
+pub fn build_llm(settings: &Settings) -> Result<Option<Arc<dyn LlmClient>>> {
+    if !settings.llm_available() {
+        return Ok(None);
+    }
+    let endpoint = non_empty(&settings.llm_endpoint).unwrap_or(OPENAI_ENDPOINT);
+    let config = OpenAiConfig::new(endpoint, settings.llm_model.trim(), Some(settings.llm_api_key.trim().to_string()));
+    Ok(Some(Arc::new(OpenAiChat::new(config)?)))
+}
+
+/// Builds the engine the settings describe.
+pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine, ActiveAdapters)> {
+    let url = settings.database_url();
+    let db = match mode {
+        OpenMode::Create => SqlDatabase::connect(&url).await?,
+        OpenMode::ExistingOnly => SqlDatabase::connect_existing(&url).await?.ok_or(RecallError::RecallPrecondition)?,
+    };
+    let relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
+    let graph: Arc<dyn GraphStore> = match settings.graph_url.trim() {
+        "sql" | "" => Arc::new(SqlGraphStore::new(db.clone())),
+        other => {
+            return Err(RecallError::invalid_input(format!(
+                "graph_url '{other}' is not supported by this build: use 'sql' (Neo4j arrives with the production-backends work)"
+            )))
+        }
+    };
+    let vector_uri = settings.vector_uri();
+    let vectors = build_vector_store(&vector_uri).await?;
+    let embedder = build_embedder(settings)?;
+    let llm = build_llm(settings)?;
+    let active = ActiveAdapters {
+        relational: format!("{:?} ({})", db.backend(), redact_url(&url)),
+        graph: graph.name().to_string(),
+        vector: format!("{} ({vector_uri})", vectors.name()),
+        embedder: format!("{} ({} dimensions)", embedder.model(), embedder.dimensions()),
+        llm: llm.as_ref().map(|l| l.model()),
+    };
+    let raw_dir = settings.data_dir.join("raw");
+    let engine = EngineBuilder::new(relational, graph, vectors, embedder)
+        .llm(llm)
+        .config(EngineConfig {
+            default_user_email: settings.default_user_email.clone(),
+            chunk_size: settings.chunk_size,
+            raw_data_dir: Some(raw_dir),
+        })
+        .build()?;
+    tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,
+        embedder = %active.embedder, llm = ?active.llm, "adapters active");
+    Ok((engine, active))
+}
+
+#[cfg(feature = "lancedb")]
+async fn build_vector_store(uri: &str) -> Result<Arc<dyn VectorStore>> {
+    Ok(Arc::new(recall_lancedb::LanceVectorStore::connect(uri).await?))
+}
+
+#[cfg(not(feature = "lancedb"))]
+async fn build_vector_store(uri: &str) -> Result<Arc<dyn VectorStore>> {
+    Err(RecallError::invalid_input(format!("vector_url '{uri}' needs the `lancedb` feature, which this build lacks")))
+}
+
+/// Hides a password in a database URL.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &creds[..colon], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact_url("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+
+    #[test]
+    fn known_model_widths() {
+        assert_eq!(default_dimensions("openai/text-embedding-3-large").ok(), Some(3072));
+        assert!(default_dimensions("mystery").is_err());
+    }
+}

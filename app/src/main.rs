@@ -1,0 +1,232 @@
+//! The `recall` command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use recall::{build_engine, OpenMode, Overrides, Settings};
+use recall_core::{RecallError, RecallResponse, Result, SearchType};
+use recall_engine::{RecallRequest, RememberInput, RememberProgress};
+
+#[derive(Parser)]
+#[command(name = "recall", version, about = "Recall: remember documents, then ask your memory questions.")]
+struct Cli {
+    /// Where the embedded default keeps its data [env: RECALL_DATA_DIR] [default: ./.recall]
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// A TOML file of settings (see config/default.toml).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Remember files (.txt, .md; directories are walked) or text in a dataset.
+    Remember {
+        #[arg(long, short)]
+        dataset: String,
+        /// Text to remember (repeatable).
+        #[arg(long)]
+        text: Vec<String>,
+        /// Files or directories.
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask memory a question.
+    Recall {
+        query: String,
+        /// Search type, e.g. CHUNKS (default: chosen automatically).
+        #[arg(long = "type", short = 't')]
+        query_type: Option<String>,
+        /// Dataset name (repeatable; default: every dataset you can read).
+        #[arg(long, short)]
+        dataset: Vec<String>,
+        #[arg(long, default_value_t = recall_engine::DEFAULT_TOP_K, allow_negative_numbers = true)]
+        top_k: i64,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List your datasets.
+    Datasets {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a dataset: its data, chunks, vectors and graph.
+    Forget {
+        #[arg(long, short)]
+        dataset: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RECALL_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error [{}] (HTTP {}): {e}", e.name(), e.http_status());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let settings = Settings::load(cli.config.as_deref(), &Overrides { data_dir: cli.data_dir })?;
+    match cli.command {
+        Command::Remember { dataset, text, paths, json } => remember(&settings, &dataset, text, &paths, json).await,
+        Command::Recall { query, query_type, dataset, top_k, json } => {
+            let query_type = query_type.map(|t| t.parse::<SearchType>()).transpose()?;
+            let mut request = RecallRequest::new(query).top_k(top_k);
+            request.query_type = query_type;
+            if !dataset.is_empty() {
+                request.datasets = Some(dataset);
+            }
+            recall(&settings, &request, json).await
+        }
+        Command::Datasets { json } => {
+            let datasets = match build_engine(&settings, OpenMode::ExistingOnly).await {
+                Ok((engine, _)) => engine.datasets().await?,
+                Err(RecallError::RecallPrecondition) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            if json {
+                print_json(&datasets)?;
+            } else if datasets.is_empty() {
+                println!("No datasets yet. Remember something first: recall remember --dataset NAME FILE…");
+            } else {
+                for d in datasets {
+                    println!("{}  {}", d.id, d.name);
+                }
+            }
+            Ok(())
+        }
+        Command::Forget { dataset } => {
+            let (engine, _) = match build_engine(&settings, OpenMode::ExistingOnly).await {
+                Err(RecallError::RecallPrecondition) => {
+                    return Err(RecallError::DatasetNotFound { missing: vec![dataset] })
+                }
+                other => other?,
+            };
+            let gone = engine.forget_dataset(&dataset).await?;
+            println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
+            Ok(())
+        }
+    }
+}
+
+/// Expands directories into their .txt/.md files (sorted); files stay as given,
+/// so an unsupported file named explicitly is rejected by remember.
+fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
+                .into_iter()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_file() && is_supported(e.path()))
+                .map(|e| e.into_path())
+                .collect();
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn is_supported(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("txt" | "md"))
+}
+
+struct Bar(ProgressBar);
+
+impl RememberProgress for Bar {
+    fn item_done(&self, name: &str) {
+        self.0.set_message(name.to_string());
+        self.0.inc(1);
+    }
+}
+
+async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: &[PathBuf], json: bool) -> Result<()> {
+    let mut inputs: Vec<RememberInput> = text.into_iter().map(RememberInput::text).collect();
+    inputs.extend(expand_paths(paths)?.into_iter().map(RememberInput::File));
+    if inputs.is_empty() {
+        return Err(RecallError::invalid_input("Nothing to remember: pass files, directories or --text."));
+    }
+    let (engine, _) = build_engine(settings, OpenMode::Create).await?;
+    let bar = ProgressBar::new(inputs.len() as u64);
+    if json || inputs.len() < 2 {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
+    let progress = Bar(bar);
+    let outcome = engine.remember_with_progress(dataset, &inputs, &progress).await;
+    progress.0.finish_and_clear();
+    let outcome = outcome?;
+    if json {
+        return print_json(&outcome);
+    }
+    println!(
+        "Remembered {} item(s) in dataset '{}' ({} chunk(s) written, {} already remembered).",
+        outcome.items_added, outcome.dataset_name, outcome.chunks_written, outcome.items_unchanged
+    );
+    Ok(())
+}
+
+async fn recall(settings: &Settings, request: &RecallRequest, json: bool) -> Result<()> {
+    // Validate before opening storage: bad input touches nothing.
+    if matches!(request.top_k, Some(k) if k <= 0) {
+        return Err(RecallError::top_k_not_positive());
+    }
+    if request.query_text.trim().is_empty() {
+        return Err(RecallError::empty_query());
+    }
+    let (engine, _) = build_engine(settings, OpenMode::ExistingOnly).await?;
+    let results = engine.recall(request).await?;
+    if json {
+        return print_json(&results);
+    }
+    if results.is_empty() {
+        println!("No results.");
+    }
+    for (i, r) in results.iter().enumerate() {
+        print_human(i + 1, r);
+    }
+    Ok(())
+}
+
+fn print_human(n: usize, r: &RecallResponse) {
+    match r {
+        RecallResponse::Graph(e) | RecallResponse::Code(e) => {
+            let score = e.score.map(|s| format!(" score {s:.4}")).unwrap_or_default();
+            let source = match (e.metadata.get("document_name"), e.metadata.get("chunk_index")) {
+                (Some(doc), Some(idx)) => format!(" — {} #{}", doc.as_str().unwrap_or_default(), idx),
+                _ => String::new(),
+            };
+            let dataset = e.dataset_name.as_deref().unwrap_or("-");
+            println!("{n}. [{} {}{score}] ({dataset}){source}", e.kind, e.search_type);
+            for line in e.text.lines() {
+                println!("   {line}");
+            }
+        }
+        other => println!("{n}. [{}] {}", other.source(), other.text()),
+    }
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    let s = serde_json::to_string_pretty(value).map_err(|e| RecallError::backend_msg(e.to_string()))?;
+    println!("{s}");
+    Ok(())
+}

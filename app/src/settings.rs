@@ -1,0 +1,168 @@
+//! Configuration: config/default.toml (compiled in), an optional file, Cognee's
+//! variable names, then RECALL_* variables, in rising precedence.
+
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use recall_core::{RecallError, Result};
+use serde::{Deserialize, Serialize};
+
+const DEFAULTS: &str = include_str!("../../config/default.toml");
+
+/// Cognee's variable names that we honour, as they map onto our keys.
+const COGNEE_VARS: &[&str] = &[
+    "LLM_API_KEY",
+    "LLM_ENDPOINT",
+    "LLM_MODEL",
+    "LLM_PROVIDER",
+    "EMBEDDING_API_KEY",
+    "EMBEDDING_ENDPOINT",
+    "EMBEDDING_MODEL",
+    "EMBEDDING_DIMENSIONS",
+    "EMBEDDING_PROVIDER",
+    "DEFAULT_USER_EMAIL",
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub default_user_email: String,
+    pub chunk_size: usize,
+    pub db_url: String,
+    pub graph_url: String,
+    pub vector_url: String,
+    pub embedding_provider: String,
+    pub embedding_model: String,
+    pub embedding_endpoint: String,
+    pub embedding_api_key: String,
+    pub embedding_dimensions: usize,
+    pub embedding_batch_size: usize,
+    pub llm_provider: String,
+    pub llm_model: String,
+    pub llm_endpoint: String,
+    pub llm_api_key: String,
+}
+
+/// Values given on the command line, which win over everything.
+#[derive(Debug, Default, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Loads settings from the layers, reading the process environment.
+    pub fn load(config_file: Option<&Path>, overrides: &Overrides) -> Result<Self> {
+        let mut figment = Figment::from(Toml::string(DEFAULTS));
+        if let Some(file) = config_file {
+            if !file.exists() {
+                return Err(RecallError::invalid_input(format!("config file {} does not exist", file.display())));
+            }
+            figment = figment.merge(Toml::file(file));
+        }
+        figment = figment
+            .merge(Env::raw().only(COGNEE_VARS).map(|k| k.as_str().to_ascii_lowercase().into()))
+            .merge(Env::prefixed("RECALL_").map(|k| k.as_str().to_ascii_lowercase().into()))
+            .merge(Serialized::defaults(overrides));
+        figment.extract().map_err(|e| RecallError::invalid_input(format!("invalid configuration: {e}")))
+    }
+
+    /// The compiled-in defaults alone, ignoring the environment (for tests and embedding).
+    pub fn defaults() -> Result<Self> {
+        Figment::from(Toml::string(DEFAULTS))
+            .extract()
+            .map_err(|e| RecallError::invalid_input(format!("invalid default configuration: {e}")))
+    }
+
+    /// The defaults with every file under `data_dir`.
+    pub fn embedded(data_dir: impl Into<PathBuf>) -> Result<Self> {
+        Ok(Self { data_dir: data_dir.into(), ..Self::defaults()? })
+    }
+
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.data_dir.join("recall.db")
+    }
+
+    /// The relational database URL.
+    pub fn database_url(&self) -> String {
+        if self.db_url.trim().is_empty() {
+            format!("sqlite://{}", self.sqlite_path().display())
+        } else {
+            self.db_url.clone()
+        }
+    }
+
+    /// The LanceDB URI.
+    pub fn vector_uri(&self) -> String {
+        if self.vector_url.trim().is_empty() {
+            self.data_dir.join("lancedb").display().to_string()
+        } else {
+            self.vector_url.clone()
+        }
+    }
+
+    /// Whether the OpenAI-compatible embedder is selected.
+    pub fn uses_remote_embeddings(&self) -> Result<bool> {
+        match self.embedding_provider.trim().to_ascii_lowercase().as_str() {
+            "hashing" | "offline" => Ok(false),
+            "openai" | "ollama" | "custom" => Ok(true),
+            "auto" | "" => Ok(!self.embedding_endpoint.trim().is_empty() || !self.embedding_key().is_empty()),
+            other => Err(RecallError::invalid_input(format!(
+                "unknown embedding_provider '{other}': use auto, openai, ollama, custom or hashing"
+            ))),
+        }
+    }
+
+    /// EMBEDDING_API_KEY, falling back to LLM_API_KEY as Cognee does.
+    pub fn embedding_key(&self) -> String {
+        if self.embedding_api_key.trim().is_empty() {
+            self.llm_api_key.trim().to_string()
+        } else {
+            self.embedding_api_key.trim().to_string()
+        }
+    }
+
+    /// Cognee's rule: an LLM is usable when its API key is non-blank.
+    pub fn llm_available(&self) -> bool {
+        !self.llm_api_key.trim().is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
+    fn defaults_parse_and_layers_override() {
+        figment::Jail::expect_with(|jail| {
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            assert_eq!(s.data_dir, PathBuf::from(".recall"));
+            assert_eq!(s.chunk_size, 512);
+            assert!(!s.uses_remote_embeddings().unwrap());
+            assert!(!s.llm_available());
+            assert_eq!(s.database_url(), "sqlite://.recall/recall.db");
+
+            jail.set_env("EMBEDDING_MODEL", "nomic-embed-text");
+            jail.set_env("EMBEDDING_ENDPOINT", "http://localhost:11434/v1");
+            jail.set_env("LLM_API_KEY", "sk-x");
+            jail.set_env("RECALL_CHUNK_SIZE", "64");
+            jail.set_env("RECALL_DATA_DIR", "/tmp/r");
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            assert_eq!(s.embedding_model, "nomic-embed-text");
+            assert!(s.uses_remote_embeddings().unwrap());
+            assert!(s.llm_available());
+            assert_eq!(s.embedding_key(), "sk-x");
+            assert_eq!(s.chunk_size, 64);
+
+            let s = Settings::load(None, &Overrides { data_dir: Some("/cli".into()) }).unwrap();
+            assert_eq!(s.data_dir, PathBuf::from("/cli"), "the command line wins");
+
+            jail.set_env("RECALL_CHUNK_SIZE", "lots");
+            assert!(Settings::load(None, &Overrides::default()).is_err());
+            Ok(())
+        });
+    }
+}

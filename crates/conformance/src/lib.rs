@@ -1,0 +1,419 @@
+//! One shared conformance suite per port. Every adapter runs the same suite
+//! against its real backend, so a backend that is wrong shows up in the same
+//! tests as its siblings. Each suite uses fresh random dataset ids, so suites
+//! may share one backend (one database, one LanceDB directory).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use recall_core::ports::{
+    DataStore, DatasetStore, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore, RelationalStore, UserStore,
+    VectorRecord, VectorStore,
+};
+use recall_core::{
+    now_millis, DataItem, DataStatus, DatasetId, Edge, Node, PipelineRun, PipelineRunStatus, RecallError,
+};
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+fn fresh_dataset() -> DatasetId {
+    DatasetId(Uuid::new_v4())
+}
+
+fn node(id: Uuid, node_type: &str, name: &str) -> Node {
+    let mut properties = Map::new();
+    properties.insert("name".into(), Value::String(name.into()));
+    properties.insert("importance_weight".into(), json!(0.5));
+    Node { id, node_type: node_type.into(), properties }
+}
+
+// ---------------------------------------------------------------------------
+// Graph
+// ---------------------------------------------------------------------------
+
+/// Runs every graph-store check. `large_batch` is the size of the bulk-write check.
+pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: usize) {
+    graph_roundtrip_and_projection(store.as_ref()).await;
+    graph_scope_isolation(store.as_ref()).await;
+    graph_deletes(store.as_ref()).await;
+    graph_concurrent_writers(store.clone()).await;
+    graph_large_batch(store.as_ref(), large_batch).await;
+}
+
+async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
+    let ds = fresh_dataset();
+    assert!(store.is_empty(ds).await.unwrap(), "a new dataset is empty");
+    let (a, b, c, d) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let nodes = vec![
+        node(a, "Entity", "alice"),
+        node(b, "Entity", "bob"),
+        node(c, "EntityType", "person"),
+        node(d, "Entity", "dave"),
+    ];
+    store.upsert_nodes(ds, &nodes).await.unwrap();
+    let edges = vec![
+        Edge::new(a, "knows", b).with_text("alice knows bob."),
+        Edge::new(a, "is_a", c),
+        Edge::new(b, "is_a", c),
+        Edge::new(c, "likes", d),
+    ];
+    store.upsert_edges(ds, &edges).await.unwrap();
+    assert_eq!(store.count(ds).await.unwrap(), (4, 4));
+    assert!(!store.is_empty(ds).await.unwrap());
+
+    let mut got = store.get_nodes(ds, &[b, a, Uuid::new_v4()]).await.unwrap();
+    got.sort_by_key(|n| n.id);
+    let mut want = vec![nodes[0].clone(), nodes[1].clone()];
+    want.sort_by_key(|n| n.id);
+    assert_eq!(got, want, "get_nodes returns exactly the stored nodes, skipping unknown ids");
+
+    // 1-hop around alice: alice, bob, person; edges among them only.
+    let sub = store.neighborhood(ds, &[a], 1).await.unwrap();
+    let mut ids: Vec<Uuid> = sub.nodes.iter().map(|n| n.id).collect();
+    ids.sort();
+    let mut expected = vec![a, b, c];
+    expected.sort();
+    assert_eq!(ids, expected, "1-hop projection");
+    let mut rels: Vec<String> = sub.edges.iter().map(|e| e.relationship_name.clone()).collect();
+    rels.sort();
+    assert_eq!(rels, vec!["is_a", "is_a", "knows"]);
+    let knows = sub.edges.iter().find(|e| e.relationship_name == "knows").unwrap();
+    assert_eq!(knows.edge_text.as_deref(), Some("alice knows bob."));
+    assert_eq!(knows.source_node_id, a);
+    assert_eq!(knows.target_node_id, b);
+    assert!(knows.properties.contains_key("edge_object_id"), "edge properties round-trip");
+
+    // Incoming edges count too: 1-hop around dave reaches person.
+    let sub = store.neighborhood(ds, &[d], 1).await.unwrap();
+    assert_eq!(sub.nodes.len(), 2);
+    // 2 hops from dave reach everything.
+    let sub = store.neighborhood(ds, &[d], 2).await.unwrap();
+    assert_eq!(sub.nodes.len(), 4);
+    assert_eq!(sub.edges.len(), 4);
+
+    // Upserting again replaces, never duplicates.
+    let mut renamed = nodes[0].clone();
+    renamed.properties.insert("name".into(), json!("alice smith"));
+    store.upsert_nodes(ds, &[renamed.clone()]).await.unwrap();
+    store.upsert_edges(ds, &edges[..1]).await.unwrap();
+    assert_eq!(store.count(ds).await.unwrap(), (4, 4));
+    assert_eq!(store.get_nodes(ds, &[a]).await.unwrap(), vec![renamed]);
+    store.delete_dataset(ds).await.unwrap();
+}
+
+async fn graph_scope_isolation(store: &dyn GraphStore) {
+    let (ds1, ds2) = (fresh_dataset(), fresh_dataset());
+    let shared = Uuid::new_v4();
+    let other = Uuid::new_v4();
+    store.upsert_nodes(ds1, &[node(shared, "Entity", "in-one"), node(other, "Entity", "x")]).await.unwrap();
+    store.upsert_edges(ds1, &[Edge::new(shared, "r", other)]).await.unwrap();
+    // The same id in another dataset is another node.
+    store.upsert_nodes(ds2, &[node(shared, "Entity", "in-two")]).await.unwrap();
+
+    assert_eq!(store.count(ds2).await.unwrap(), (1, 0), "no node or edge from another dataset");
+    let seen = store.get_nodes(ds2, &[shared, other]).await.unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].name(), Some("in-two"));
+    let sub = store.neighborhood(ds2, &[shared], 3).await.unwrap();
+    assert_eq!(sub.nodes.len(), 1, "projection never crosses datasets");
+    assert!(sub.edges.is_empty());
+
+    store.delete_dataset(ds2).await.unwrap();
+    assert_eq!(store.count(ds1).await.unwrap(), (2, 1), "deleting one dataset leaves the other");
+    assert_eq!(store.get_nodes(ds1, &[shared]).await.unwrap()[0].name(), Some("in-one"));
+    store.delete_dataset(ds1).await.unwrap();
+    assert!(store.is_empty(ds1).await.unwrap());
+}
+
+async fn graph_deletes(store: &dyn GraphStore) {
+    let ds = fresh_dataset();
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store.upsert_nodes(ds, &[node(a, "T", "a"), node(b, "T", "b"), node(c, "T", "c")]).await.unwrap();
+    store.upsert_edges(ds, &[Edge::new(a, "r", b), Edge::new(b, "r", c), Edge::new(a, "s", c)]).await.unwrap();
+    store.delete_nodes(ds, &[b]).await.unwrap();
+    assert_eq!(store.count(ds).await.unwrap(), (2, 1), "deleting a node deletes its edges");
+    let sub = store.neighborhood(ds, &[a], 1).await.unwrap();
+    assert_eq!(sub.edges.len(), 1);
+    assert_eq!(sub.edges[0].relationship_name, "s");
+    store.delete_dataset(ds).await.unwrap();
+}
+
+async fn graph_concurrent_writers(store: Arc<dyn GraphStore>) {
+    let ds = fresh_dataset();
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let nodes: Vec<Node> = (0..50).map(|i| node(Uuid::new_v4(), "T", &format!("w{w}-{i}"))).collect();
+            store.upsert_nodes(ds, &nodes).await.unwrap();
+            let edges: Vec<Edge> = nodes.windows(2).map(|p| Edge::new(p[0].id, "next", p[1].id)).collect();
+            store.upsert_edges(ds, &edges).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(store.count(ds).await.unwrap(), (400, 8 * 49), "concurrent writers lose nothing");
+    store.delete_dataset(ds).await.unwrap();
+}
+
+async fn graph_large_batch(store: &dyn GraphStore, n: usize) {
+    let ds = fresh_dataset();
+    let nodes: Vec<Node> = (0..n).map(|i| node(Uuid::new_v4(), "DocumentChunk", &format!("n{i}"))).collect();
+    store.upsert_nodes(ds, &nodes).await.unwrap();
+    let edges: Vec<Edge> = nodes.windows(2).map(|p| Edge::new(p[0].id, "next", p[1].id)).collect();
+    store.upsert_edges(ds, &edges).await.unwrap();
+    assert_eq!(store.count(ds).await.unwrap(), (n as u64, n.saturating_sub(1) as u64));
+    let mid = nodes[n / 2].id;
+    let sub = store.neighborhood(ds, &[mid], 1).await.unwrap();
+    assert_eq!(sub.nodes.len(), 3);
+    store.delete_dataset(ds).await.unwrap();
+    assert!(store.is_empty(ds).await.unwrap());
+}
+
+// ---------------------------------------------------------------------------
+// Vectors
+// ---------------------------------------------------------------------------
+
+fn record(id: Uuid, vector: Vec<f32>, text: &str, sets: &[&str]) -> VectorRecord {
+    let mut payload = Map::new();
+    payload.insert("id".into(), json!(id.to_string()));
+    payload.insert("text".into(), json!(text));
+    payload.insert("chunk_index".into(), json!(0));
+    VectorRecord { id, vector, payload, belongs_to_set: sets.iter().map(|s| s.to_string()).collect() }
+}
+
+/// Runs every vector-store check. `collection_prefix` keeps suites that share
+/// a backend apart.
+pub async fn vector_store_conformance(store: Arc<dyn VectorStore>, collection_prefix: &str) {
+    let col = format!("{collection_prefix}Conformance_text");
+    let spec = EmbeddingSpec { model: "conformance-model".into(), dimensions: 4 };
+    vector_search_and_upsert(store.as_ref(), &col, &spec).await;
+    vector_scope_isolation(store.as_ref(), &col, &spec).await;
+    vector_dimension_mismatch(store.as_ref(), &col, &spec).await;
+    vector_node_set_filter(store.as_ref(), &col, &spec).await;
+    vector_concurrent_writers(store.clone(), &col, &spec).await;
+}
+
+async fn vector_search_and_upsert(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
+    let ds = fresh_dataset();
+    assert!(!store.has_collection(ds, col).await.unwrap());
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    assert_eq!(store.collection_spec(col).await.unwrap().as_ref(), Some(spec));
+    let (x, y, z) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store
+        .upsert(
+            ds,
+            col,
+            vec![
+                record(x, vec![1.0, 0.0, 0.0, 0.0], "x", &[]),
+                record(y, vec![0.0, 1.0, 0.0, 0.0], "y", &[]),
+                record(z, vec![1.0, 1.0, 0.0, 0.0], "z", &[]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(store.has_collection(ds, col).await.unwrap());
+    assert_eq!(store.count(ds, col).await.unwrap(), 3);
+
+    let hits = store.search(ds, col, &[1.0, 0.1, 0.0, 0.0], None, None).await.unwrap();
+    let order: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
+    assert_eq!(order, vec![x, z, y], "nearest first");
+    // Cosine distance: 1 - cos. For x: cos = 1/sqrt(1.01).
+    let expected = 1.0 - 1.0 / 1.01f64.sqrt();
+    assert!((hits[0].score - expected).abs() < 1e-4, "raw cosine distance, got {}", hits[0].score);
+    assert!(hits[2].score > 0.85 && hits[2].score < 0.95, "orthogonal-ish distance {}", hits[2].score);
+    assert_eq!(hits[0].payload.get("text"), Some(&json!("x")), "payload round-trips");
+    assert_eq!(hits[0].payload.get("chunk_index"), Some(&json!(0)));
+
+    let top1 = store.search(ds, col, &[0.0, 1.0, 0.0, 0.0], Some(1), None).await.unwrap();
+    assert_eq!(top1.len(), 1);
+    assert_eq!(top1[0].id, y);
+    assert!(top1[0].score.abs() < 1e-5);
+
+    // Upsert replaces by id.
+    store.upsert(ds, col, vec![record(y, vec![0.0, 0.0, 1.0, 0.0], "y2", &[])]).await.unwrap();
+    assert_eq!(store.count(ds, col).await.unwrap(), 3);
+    let hit = store.search(ds, col, &[0.0, 0.0, 1.0, 0.0], Some(1), None).await.unwrap();
+    assert_eq!(hit[0].id, y);
+    assert_eq!(hit[0].payload.get("text"), Some(&json!("y2")));
+
+    store.delete(ds, col, &[x]).await.unwrap();
+    assert_eq!(store.count(ds, col).await.unwrap(), 2);
+    store.delete_dataset(ds).await.unwrap();
+    assert_eq!(store.count(ds, col).await.unwrap(), 0);
+    assert!(!store.has_collection(ds, col).await.unwrap());
+}
+
+async fn vector_scope_isolation(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
+    let (ds1, ds2) = (fresh_dataset(), fresh_dataset());
+    store.ensure_collection(ds1, col, spec).await.unwrap();
+    let id = Uuid::new_v4();
+    store.upsert(ds1, col, vec![record(id, vec![0.5, 0.5, 0.5, 0.5], "secret", &[])]).await.unwrap();
+    let hits = store.search(ds2, col, &[0.5, 0.5, 0.5, 0.5], None, None).await.unwrap();
+    assert!(hits.is_empty(), "no hit from another dataset");
+    assert!(!store.has_collection(ds2, col).await.unwrap());
+    assert_eq!(store.count(ds2, col).await.unwrap(), 0);
+    // The same id in another dataset is another row.
+    store.upsert(ds2, col, vec![record(id, vec![0.5, 0.5, 0.5, 0.5], "mine", &[])]).await.unwrap();
+    store.delete_dataset(ds2).await.unwrap();
+    let hits = store.search(ds1, col, &[0.5, 0.5, 0.5, 0.5], None, None).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].payload.get("text"), Some(&json!("secret")));
+    store.delete_dataset(ds1).await.unwrap();
+}
+
+async fn vector_dimension_mismatch(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
+    let ds = fresh_dataset();
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    let wider = EmbeddingSpec { model: "other-model".into(), dimensions: 8 };
+    let err = store.ensure_collection(ds, col, &wider).await.unwrap_err();
+    assert!(
+        matches!(err, RecallError::EmbeddingDimensionMismatch { stored_dimensions: 4, configured_dimensions: 8, .. }),
+        "ensure_collection with another width: {err:?}"
+    );
+    assert_eq!(err.http_status(), 409);
+    let err = store.upsert(ds, col, vec![record(Uuid::new_v4(), vec![1.0; 3], "bad", &[])]).await.unwrap_err();
+    assert!(matches!(err, RecallError::EmbeddingDimensionMismatch { .. }), "upsert of a wrong width: {err:?}");
+    let err = store.search(ds, col, &[1.0; 5], None, None).await.unwrap_err();
+    assert!(matches!(err, RecallError::EmbeddingDimensionMismatch { .. }), "search with a wrong width: {err:?}");
+    assert_eq!(store.count(ds, col).await.unwrap(), 0, "a rejected write stores nothing");
+}
+
+async fn vector_node_set_filter(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
+    let ds = fresh_dataset();
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store
+        .upsert(
+            ds,
+            col,
+            vec![
+                record(a, vec![1.0, 0.0, 0.0, 0.0], "a", &["red"]),
+                record(b, vec![1.0, 0.1, 0.0, 0.0], "b", &["red", "blue"]),
+                record(c, vec![1.0, 0.2, 0.0, 0.0], "c", &[]),
+            ],
+        )
+        .await
+        .unwrap();
+    let q = [1.0, 0.0, 0.0, 0.0];
+    let any =
+        store.search(ds, col, &q, None, Some(NodeSetFilter::Any(vec!["blue".into(), "red".into()]))).await.unwrap();
+    assert_eq!(any.iter().map(|h| h.id).collect::<Vec<_>>(), vec![a, b]);
+    let all =
+        store.search(ds, col, &q, None, Some(NodeSetFilter::All(vec!["blue".into(), "red".into()]))).await.unwrap();
+    assert_eq!(all.iter().map(|h| h.id).collect::<Vec<_>>(), vec![b]);
+    let none = store.search(ds, col, &q, None, Some(NodeSetFilter::Any(vec!["green".into()]))).await.unwrap();
+    assert!(none.is_empty());
+    store.delete_dataset(ds).await.unwrap();
+}
+
+async fn vector_concurrent_writers(store: Arc<dyn VectorStore>, col: &str, spec: &EmbeddingSpec) {
+    let ds = fresh_dataset();
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = store.clone();
+        let col = col.to_string();
+        tasks.push(tokio::spawn(async move {
+            let rows: Vec<VectorRecord> =
+                (0..25).map(|i| record(Uuid::new_v4(), vec![1.0, w as f32, i as f32, 1.0], "c", &[])).collect();
+            store.upsert(ds, &col, rows).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(store.count(ds, col).await.unwrap(), 100, "concurrent writers lose nothing");
+    store.delete_dataset(ds).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Relational
+// ---------------------------------------------------------------------------
+
+/// Runs every relational-store check.
+pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: Arc<S>) {
+    let users: &dyn UserStore = store.as_ref();
+    let datasets: &dyn DatasetStore = store.as_ref();
+    let data: &dyn DataStore = store.as_ref();
+    let runs: &dyn PipelineRunStore = store.as_ref();
+
+    let email = format!("{}@example.com", Uuid::new_v4());
+    assert!(users.find_user(&email).await.unwrap().is_none());
+    let owner = users.ensure_user(&email).await.unwrap();
+    assert_eq!(users.ensure_user(&email).await.unwrap(), owner, "ensure_user is idempotent");
+    assert_eq!(users.find_user(&email).await.unwrap(), Some(owner.clone()));
+    let stranger = users.ensure_user(&format!("{}@example.com", Uuid::new_v4())).await.unwrap();
+
+    let docs = datasets.ensure_dataset(&owner, "docs").await.unwrap();
+    assert_eq!(datasets.ensure_dataset(&owner, "docs").await.unwrap(), docs);
+    let notes = datasets.ensure_dataset(&owner, "notes").await.unwrap();
+    let theirs = datasets.ensure_dataset(&stranger, "docs").await.unwrap();
+    assert_ne!(theirs.id, docs.id, "names are unique per owner, not globally");
+
+    let found = datasets.owned_datasets_by_name(&owner, &["docs".into(), "missing".into()]).await.unwrap();
+    assert_eq!(found, vec![docs.clone()]);
+    let readable: Vec<DatasetId> = datasets.readable_datasets(&owner).await.unwrap().iter().map(|d| d.id).collect();
+    assert_eq!(readable.len(), 2);
+    assert!(readable.contains(&docs.id) && readable.contains(&notes.id));
+    assert!(!readable.contains(&theirs.id), "another user's dataset is not readable");
+    assert_eq!(datasets.get_datasets(&[notes.id]).await.unwrap(), vec![notes.clone()]);
+
+    let item = DataItem {
+        id: Uuid::new_v4(),
+        dataset_id: docs.id,
+        name: "a.txt".into(),
+        extension: "txt".into(),
+        mime_type: "text/plain".into(),
+        content_hash: "h".into(),
+        raw_data_location: "/tmp/a.txt".into(),
+        owner_id: owner.id,
+        status: DataStatus::Pending,
+        created_at: now_millis(),
+    };
+    assert_eq!(data.upsert_data(&item).await.unwrap(), item);
+    let mut again = item.clone();
+    again.name = "renamed.txt".into();
+    assert_eq!(data.upsert_data(&again).await.unwrap(), item, "an existing item is kept as it is");
+    data.set_data_status(docs.id, item.id, DataStatus::Completed).await.unwrap();
+    let listed = data.list_data(docs.id).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, DataStatus::Completed);
+    assert_eq!(data.count_data(docs.id).await.unwrap(), 1);
+    assert_eq!(data.count_data(notes.id).await.unwrap(), 0, "data is scoped to its dataset");
+
+    let run_id = Uuid::new_v4();
+    let started = PipelineRun {
+        id: Uuid::new_v4(),
+        pipeline_run_id: run_id,
+        pipeline_name: "cognify_pipeline".into(),
+        dataset_id: docs.id,
+        status: PipelineRunStatus::Started,
+        error_class: None,
+        error_message: None,
+        run_info: json!({"items": 1}),
+        created_at: now_millis(),
+    };
+    let errored = PipelineRun {
+        id: Uuid::new_v4(),
+        status: PipelineRunStatus::Errored,
+        error_class: Some("ValueError".into()),
+        error_message: Some("bad".into()),
+        created_at: started.created_at + 1,
+        ..started.clone()
+    };
+    runs.record_run(&started).await.unwrap();
+    runs.record_run(&errored).await.unwrap();
+    assert_eq!(runs.list_runs(docs.id).await.unwrap(), vec![started, errored]);
+    assert!(runs.list_runs(notes.id).await.unwrap().is_empty());
+
+    data.delete_dataset_data(docs.id).await.unwrap();
+    runs.delete_dataset_runs(docs.id).await.unwrap();
+    datasets.delete_dataset(docs.id).await.unwrap();
+    assert_eq!(data.count_data(docs.id).await.unwrap(), 0);
+    assert!(runs.list_runs(docs.id).await.unwrap().is_empty());
+    let readable = datasets.readable_datasets(&owner).await.unwrap();
+    assert_eq!(readable, vec![notes], "a deleted dataset is gone");
+}

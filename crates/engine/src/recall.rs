@@ -1,0 +1,348 @@
+//! `recall()`: validation, dataset resolution, search-type choice, the
+//! per-dataset fan-out through the retriever registry, and result assembly
+//! (spec/recall.md §2–5, §10, retrievers.md §1).
+
+use std::collections::HashSet;
+
+use futures::future::join_all;
+use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
+use recall_core::{Dataset, DatasetId, RecallError, RecallResponse, Result, SearchType, User};
+use recall_retrievers::{FilterOperator, RetrievalContext, RetrievedContext, RetrieverOptions};
+
+use crate::normalise::{normalise_payload, SearchResultPayload};
+use crate::Engine;
+
+/// `recall()`'s default `top_k`.
+pub const DEFAULT_TOP_K: i64 = 15;
+
+/// The parameters of one recall.
+#[derive(Debug, Clone)]
+pub struct RecallRequest {
+    pub query_text: String,
+    /// `None` lets the engine choose (auto-routing).
+    pub query_type: Option<SearchType>,
+    /// Dataset names, resolved strictly among the caller's own datasets.
+    pub datasets: Option<Vec<String>>,
+    /// Dataset ids; take precedence over `datasets`.
+    pub dataset_ids: Option<Vec<DatasetId>>,
+    /// Must be positive; `None` lets each retriever use its default.
+    pub top_k: Option<i64>,
+    pub auto_route: bool,
+    pub only_context: bool,
+    pub node_name: Option<Vec<String>>,
+    /// `"OR"` or `"AND"` (anything but AND means OR).
+    pub node_name_filter_operator: String,
+    pub system_prompt: Option<String>,
+}
+
+impl RecallRequest {
+    pub fn new(query_text: impl Into<String>) -> Self {
+        Self {
+            query_text: query_text.into(),
+            query_type: None,
+            datasets: None,
+            dataset_ids: None,
+            top_k: Some(DEFAULT_TOP_K),
+            auto_route: true,
+            only_context: false,
+            node_name: None,
+            node_name_filter_operator: "OR".into(),
+            system_prompt: None,
+        }
+    }
+
+    pub fn query_type(mut self, t: SearchType) -> Self {
+        self.query_type = Some(t);
+        self
+    }
+
+    pub fn datasets<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.datasets = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    pub fn top_k(mut self, k: i64) -> Self {
+        self.top_k = Some(k);
+        self
+    }
+}
+
+impl Engine {
+    /// Asks memory a question. Validates before any I/O; an invalid request
+    /// reads and writes nothing.
+    pub async fn recall(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
+        // Deprecated type: TRIPLET_COMPLETION runs GRAPH_COMPLETION (spec/recall.md §1).
+        let pinned = request.query_type.map(|t| match t {
+            SearchType::TripletCompletion => SearchType::GraphCompletion,
+            t => t,
+        });
+        let top_k = match request.top_k {
+            Some(k) if k <= 0 => return Err(RecallError::top_k_not_positive()),
+            Some(k) => Some(usize::try_from(k).map_err(|_| RecallError::top_k_not_positive())?),
+            None => None,
+        };
+        if request.query_text.trim().is_empty() {
+            return Err(RecallError::empty_query());
+        }
+
+        let user = self
+            .relational
+            .users
+            .find_user(&self.config.default_user_email)
+            .await?
+            .ok_or(RecallError::RecallPrecondition)?;
+
+        let search_type = match pinned {
+            Some(t) => t,
+            None if !self.llm_available() => SearchType::Chunks,
+            None if request.auto_route => recall_routing::route_query(&request.query_text).search_type,
+            None => SearchType::HybridCompletion,
+        };
+        // Unsupported types fail before any dataset is touched.
+        let retriever = self.retrievers.get(search_type)?;
+
+        let datasets = self.resolve_datasets(&user, request).await?;
+
+        let options = RetrieverOptions {
+            top_k,
+            node_name: request.node_name.clone(),
+            node_name_filter_operator: if request.node_name_filter_operator.eq_ignore_ascii_case("AND") {
+                FilterOperator::And
+            } else {
+                FilterOperator::Or
+            },
+            only_context: request.only_context,
+            system_prompt: request.system_prompt.clone(),
+            retriever_specific_config: Default::default(),
+        };
+
+        let tasks = datasets.iter().map(|dataset| {
+            let ctx = RetrievalContext {
+                dataset: dataset.clone(),
+                graph: self.graph.clone(),
+                vectors: self.vectors.clone(),
+                embedder: self.embedder.clone(),
+                llm: self.llm.clone(),
+            };
+            let retriever = retriever.clone();
+            let options = &options;
+            let query = request.query_text.as_str();
+            async move {
+                self.check_embedding_width(dataset.id).await?;
+                let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
+                let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
+                let completion = if options.only_context {
+                    None
+                } else {
+                    retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?
+                };
+                Ok::<_, RecallError>(SearchResultPayload {
+                    dataset: Some(dataset.clone()),
+                    search_type,
+                    completion,
+                    context: Some(context),
+                    only_context: options.only_context,
+                    error: None,
+                })
+            }
+        });
+        let outcomes = join_all(tasks).await;
+        let payloads = self.collect_payloads(&datasets, outcomes, search_type, request.only_context).await?;
+        Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
+    }
+
+    /// Dataset ids (each must be readable), else names resolved strictly among
+    /// the caller's own datasets, else every readable dataset.
+    async fn resolve_datasets(&self, user: &User, request: &RecallRequest) -> Result<Vec<Dataset>> {
+        let readable = self.relational.datasets.readable_datasets(user).await?;
+        if let Some(ids) = request.dataset_ids.as_ref().filter(|ids| !ids.is_empty()) {
+            let mut out = Vec::new();
+            for id in ids {
+                match readable.iter().find(|d| d.id == *id) {
+                    Some(d) if !out.contains(d) => out.push(d.clone()),
+                    Some(_) => {}
+                    None => {
+                        return Err(RecallError::PermissionDenied(
+                            "Request owner does not have necessary permission: [read] for all datasets requested."
+                                .into(),
+                        ))
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        let Some(names) = request.datasets.as_ref() else {
+            return Ok(readable);
+        };
+        if names.is_empty() {
+            return if readable.is_empty() {
+                Err(RecallError::DatasetNotFound { missing: vec![] })
+            } else {
+                Ok(readable)
+            };
+        }
+        let found = self.relational.datasets.owned_datasets_by_name(user, names).await?;
+        let mut seen = HashSet::new();
+        let missing: Vec<String> =
+            names.iter().filter(|n| seen.insert(n.as_str()) && !found.iter().any(|d| &d.name == *n)).cloned().collect();
+        if !missing.is_empty() {
+            return Err(RecallError::DatasetNotFound { missing });
+        }
+        // Request order, each dataset once.
+        let mut out: Vec<Dataset> = Vec::new();
+        for name in names {
+            if let Some(d) = found.iter().find(|d| &d.name == name) {
+                if !out.contains(d) {
+                    out.push(d.clone());
+                }
+            }
+        }
+        if !out.iter().all(|d| readable.contains(d)) {
+            return Err(RecallError::PermissionDenied(
+                "Request owner does not have necessary permission: [read] for all datasets requested.".into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// A dataset's chunk vectors must come from the configured embedding model.
+    async fn check_embedding_width(&self, dataset: DatasetId) -> Result<()> {
+        let configured = self.embedder.spec();
+        match self.vectors.collection_spec(DOCUMENT_CHUNK_TEXT).await? {
+            Some(stored) if stored != configured => Err(RecallError::EmbeddingDimensionMismatch {
+                dataset_id: dataset.to_string(),
+                stored_model: stored.model,
+                stored_dimensions: stored.dimensions,
+                configured_model: configured.model,
+                configured_dimensions: configured.dimensions,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// One payload per dataset, in request order. Any error other than "no
+    /// data" fails the search; if every dataset had no data, `NoDataError`
+    /// names each; otherwise the empty ones get an empty payload.
+    async fn collect_payloads(
+        &self,
+        datasets: &[Dataset],
+        outcomes: Vec<Result<SearchResultPayload>>,
+        search_type: SearchType,
+        only_context: bool,
+    ) -> Result<Vec<SearchResultPayload>> {
+        let mut payloads = Vec::with_capacity(outcomes.len());
+        let mut no_data = Vec::new();
+        for (dataset, outcome) in datasets.iter().zip(outcomes) {
+            match outcome {
+                Ok(p) => payloads.push(p),
+                Err(RecallError::NoData(message)) => {
+                    let reason = self.no_data_reason(dataset, message).await?;
+                    no_data.push((dataset.clone(), reason));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !datasets.is_empty() && no_data.len() == datasets.len() {
+            let message = if let [(d, reason)] = no_data.as_slice() {
+                format!("No searchable memory in dataset '{}' (id: {}): {reason}", d.name, d.id)
+            } else {
+                let lines: Vec<String> =
+                    no_data.iter().map(|(d, reason)| format!("- '{}' (id: {}): {reason}", d.name, d.id)).collect();
+                format!("No searchable memory in any of the {} searched datasets:\n{}", no_data.len(), lines.join("\n"))
+            };
+            return Err(RecallError::NoData(message));
+        }
+        for (dataset, reason) in no_data {
+            payloads.push(SearchResultPayload {
+                dataset: Some(dataset),
+                search_type,
+                completion: None,
+                context: only_context.then(|| RetrievedContext::List(Vec::new())),
+                only_context,
+                error: Some(reason),
+            });
+        }
+        // Keep request order.
+        payloads.sort_by_key(|p| {
+            p.dataset.as_ref().and_then(|d| datasets.iter().position(|x| x.id == d.id)).unwrap_or(usize::MAX)
+        });
+        Ok(payloads)
+    }
+
+    async fn no_data_reason(&self, dataset: &Dataset, retriever_message: String) -> Result<String> {
+        if !self.graph.is_empty(dataset.id).await? {
+            return Ok(retriever_message);
+        }
+        let items = self.relational.data.count_data(dataset.id).await?;
+        Ok(if items > 0 {
+            format!("holds {items} data item(s) but its knowledge graph is empty; run cognify on this dataset before searching.")
+        } else {
+            "no data has been added; add data and run cognify before searching.".to_string()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use recall_core::ports::{
+        MockDataStore, MockDatasetStore, MockEmbedder, MockGraphStore, MockPipelineRunStore, MockUserStore,
+        MockVectorStore, RelationalPorts,
+    };
+    use recall_core::User;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::EngineBuilder;
+
+    /// An engine whose stores fail the test if touched, except as `users` allows.
+    fn engine_with(users: MockUserStore) -> Engine {
+        let relational = RelationalPorts {
+            users: Arc::new(users),
+            datasets: Arc::new(MockDatasetStore::new()),
+            data: Arc::new(MockDataStore::new()),
+            runs: Arc::new(MockPipelineRunStore::new()),
+        };
+        EngineBuilder::new(
+            relational,
+            Arc::new(MockGraphStore::new()),
+            Arc::new(MockVectorStore::new()),
+            Arc::new(MockEmbedder::new()),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn invalid_requests_fail_before_any_store_call() {
+        let mut users = MockUserStore::new();
+        users.expect_find_user().never();
+        let engine = engine_with(users);
+        let err = engine.recall(&RecallRequest::new("q").top_k(0)).await.err();
+        assert!(matches!(err, Some(RecallError::QueryValidation(_))));
+        let err = engine.recall(&RecallRequest::new("\t\n")).await.err();
+        assert!(matches!(err, Some(RecallError::QueryValidation(_))));
+    }
+
+    #[tokio::test]
+    async fn an_unsupported_type_fails_before_datasets_are_read() {
+        let mut users = MockUserStore::new();
+        users
+            .expect_find_user()
+            .times(1)
+            .returning(|email| Ok(Some(User { id: Uuid::nil(), email: email.to_string(), tenant_id: None })));
+        // MockDatasetStore has no expectations: reading datasets would panic.
+        let engine = engine_with(users);
+        let err = engine.recall(&RecallRequest::new("q").query_type(SearchType::GraphReport)).await.err();
+        assert_eq!(err.map(|e| e.to_string()), Some("Unsupported search type: SearchType.GRAPH_REPORT".into()));
+    }
+
+    #[tokio::test]
+    async fn no_user_means_recall_precondition() {
+        let mut users = MockUserStore::new();
+        users.expect_find_user().times(1).returning(|_| Ok(None));
+        let err = engine_with(users).recall(&RecallRequest::new("q")).await.err();
+        assert!(matches!(err, Some(RecallError::RecallPrecondition)));
+    }
+}

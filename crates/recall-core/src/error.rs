@@ -1,0 +1,273 @@
+//! The public error catalogue (spec/recall.md §12). Each error carries its
+//! public message (its `Display`), its Cognee class name and its HTTP status.
+
+use std::error::Error as StdError;
+
+pub type Result<T, E = RecallError> = std::result::Result<T, E>;
+
+/// What sort of failure an error is, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    Unsupported,
+    Conflict,
+    Precondition,
+    PaymentRequired,
+    ScopeViolation,
+    Backend,
+}
+
+/// Message of [`RecallError::RecallPrecondition`] (two lines; the back-ticks are literal).
+pub const RECALL_PRECONDITION_MESSAGE: &str = "Recall prerequisites not met: no database/default user found. Initialize Cognee before recalling by:\n- running `await cognee.add(...)` followed by `await cognee.cognify()`.";
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecallError {
+    /// No database or default user exists yet: nothing was ever remembered.
+    #[error("{}", RECALL_PRECONDITION_MESSAGE)]
+    RecallPrecondition,
+
+    /// Strict dataset-name resolution missed one or more names.
+    #[error("{}", dataset_not_found_message(.missing))]
+    DatasetNotFound { missing: Vec<String> },
+
+    #[error("One or more of the provided dataset types is not handled: {0}")]
+    DatasetType(String),
+
+    #[error("{0}")]
+    PermissionDenied(String),
+
+    /// Empty/blank query, `top_k` ≤ 0, …
+    #[error("{0}")]
+    QueryValidation(String),
+
+    /// Any `CogneeValidationError` subclass: `name` is the class name shown as `[Name]`.
+    #[error("{message}")]
+    Validation { name: &'static str, message: String },
+
+    #[error("{0}")]
+    NoData(String),
+
+    #[error("{} search is disabled by default for security reasons. Set the environment variable ALLOW_CYPHER_QUERY=true, and only do so when every user of this deployment is trusted.", .0)]
+    SearchTypeDisabled(crate::SearchType),
+
+    #[error("{0}")]
+    UnsupportedSearchType(String),
+
+    /// The backend cannot do what was asked (e.g. Cypher on a store without Cypher).
+    #[error("{0}")]
+    SearchTypeNotSupported(String),
+
+    #[error("An error occurred during the execution of the Cypher query.")]
+    CypherSearch,
+
+    #[error("{0}")]
+    LlmPaymentRequired(String),
+
+    #[error("Dataset {dataset_id} was embedded with '{stored_model}' ({stored_dimensions} dimensions), but the configured embedding model '{configured_model}' produces {configured_dimensions}. A dataset's vectors must all come from one model. Re-embed the dataset with the configured model, or configure '{stored_model}' again.")]
+    EmbeddingDimensionMismatch {
+        dataset_id: String,
+        stored_model: String,
+        stored_dimensions: usize,
+        configured_model: String,
+        configured_dimensions: usize,
+    },
+
+    /// A file type that cannot be ingested; rejected before anything is written.
+    #[error("Unsupported file type '{extension}' for '{path}'. Supported: .txt, .md")]
+    UnsupportedFileType { path: String, extension: String },
+
+    #[error("{0}")]
+    InvalidInput(String),
+
+    #[error("{0}")]
+    NotFound(String),
+
+    /// The LLM or embedding provider failed or answered something unusable.
+    #[error("{0}")]
+    Provider(String),
+
+    /// A storage or transport failure inside an adapter.
+    #[error("backend error: {0}")]
+    Backend(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+fn dataset_not_found_message(missing: &[String]) -> String {
+    if missing.is_empty() {
+        return "No datasets found.".to_string();
+    }
+    let names = missing.iter().map(|n| python_repr(n)).collect::<Vec<_>>().join(", ");
+    format!("Dataset(s) not found: {names}. Dataset names resolve only among the datasets you own in the current tenant; pass dataset_ids for datasets shared with you.")
+}
+
+/// Python's `repr()` of a str: single-quoted unless it contains a single quote
+/// and no double quote.
+fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+impl RecallError {
+    /// Wraps any backend failure.
+    pub fn backend(err: impl StdError + Send + Sync + 'static) -> Self {
+        RecallError::Backend(Box::new(err))
+    }
+
+    /// A backend failure described by a message.
+    pub fn backend_msg(msg: impl Into<String>) -> Self {
+        RecallError::Backend(msg.into().into())
+    }
+
+    pub fn invalid_input(msg: impl Into<String>) -> Self {
+        RecallError::InvalidInput(msg.into())
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RecallError::RecallPrecondition => ErrorKind::Precondition,
+            RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => {
+                ErrorKind::NotFound
+            }
+            RecallError::PermissionDenied(_) | RecallError::SearchTypeDisabled(_) => ErrorKind::PermissionDenied,
+            RecallError::UnsupportedSearchType(_)
+            | RecallError::SearchTypeNotSupported(_)
+            | RecallError::UnsupportedFileType { .. } => ErrorKind::Unsupported,
+            RecallError::EmbeddingDimensionMismatch { .. } => ErrorKind::Conflict,
+            RecallError::LlmPaymentRequired(_) => ErrorKind::PaymentRequired,
+            RecallError::DatasetType(_)
+            | RecallError::QueryValidation(_)
+            | RecallError::Validation { .. }
+            | RecallError::CypherSearch
+            | RecallError::InvalidInput(_) => ErrorKind::InvalidInput,
+            RecallError::Provider(_) | RecallError::Backend(_) => ErrorKind::Backend,
+        }
+    }
+
+    /// The error's class name, shown as `[Name]` in HTTP error details.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RecallError::RecallPrecondition => "RecallPreconditionError",
+            RecallError::DatasetNotFound { .. } => "DatasetNotFoundError",
+            RecallError::DatasetType(_) => "DatasetTypeError",
+            RecallError::PermissionDenied(_) => "PermissionDeniedError",
+            RecallError::QueryValidation(_) => "QueryValidationError",
+            RecallError::Validation { name, .. } => name,
+            RecallError::NoData(_) => "NoDataError",
+            RecallError::SearchTypeDisabled(_) => "SearchTypeDisabledError",
+            RecallError::UnsupportedSearchType(_) => "UnsupportedSearchTypeError",
+            RecallError::SearchTypeNotSupported(_) => "SearchTypeNotSupported",
+            RecallError::CypherSearch => "CypherSearchError",
+            RecallError::LlmPaymentRequired(_) => "LLMPaymentRequiredError",
+            RecallError::EmbeddingDimensionMismatch { .. } => "EmbeddingDimensionMismatchError",
+            RecallError::UnsupportedFileType { .. } => "UnsupportedFileTypeError",
+            RecallError::InvalidInput(_) => "InvalidInputError",
+            RecallError::NotFound(_) => "NotFoundError",
+            RecallError::Provider(_) => "ProviderError",
+            RecallError::Backend(_) => "BackendError",
+        }
+    }
+
+    /// The HTTP status the spec gives this error.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            RecallError::RecallPrecondition | RecallError::QueryValidation(_) | RecallError::Validation { .. } => 422,
+            RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => 404,
+            RecallError::DatasetType(_)
+            | RecallError::UnsupportedSearchType(_)
+            | RecallError::SearchTypeNotSupported(_)
+            | RecallError::CypherSearch
+            | RecallError::InvalidInput(_) => 400,
+            RecallError::PermissionDenied(_) | RecallError::SearchTypeDisabled(_) => 403,
+            RecallError::LlmPaymentRequired(_) => 402,
+            RecallError::EmbeddingDimensionMismatch { .. } => 409,
+            RecallError::UnsupportedFileType { .. } => 415,
+            RecallError::Provider(_) => 502,
+            RecallError::Backend(_) => 500,
+        }
+    }
+
+    /// `QueryValidationError("top_k must be a positive integer.")`.
+    pub fn top_k_not_positive() -> Self {
+        RecallError::QueryValidation("top_k must be a positive integer.".into())
+    }
+
+    /// `QueryValidationError("The query must be a non-empty string.")`.
+    pub fn empty_query() -> Self {
+        RecallError::QueryValidation("The query must be a non-empty string.".into())
+    }
+
+    /// `UnsupportedSearchTypeError("Unsupported search type: SearchType.X")`.
+    pub fn unsupported_search_type(t: crate::SearchType) -> Self {
+        RecallError::UnsupportedSearchType(format!("Unsupported search type: SearchType.{t}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dataset_not_found_lists_every_name_python_style() {
+        let err = RecallError::DatasetNotFound { missing: vec!["a".into(), "it's".into()] };
+        assert_eq!(
+            err.to_string(),
+            "Dataset(s) not found: 'a', \"it's\". Dataset names resolve only among the datasets you own in the current tenant; pass dataset_ids for datasets shared with you."
+        );
+        assert_eq!(err.http_status(), 404);
+        assert_eq!(err.name(), "DatasetNotFoundError");
+        let none = RecallError::DatasetNotFound { missing: vec![] };
+        assert_eq!(none.to_string(), "No datasets found.");
+    }
+
+    #[test]
+    fn precondition_message_is_exact() {
+        let err = RecallError::RecallPrecondition;
+        assert_eq!(
+            err.to_string(),
+            "Recall prerequisites not met: no database/default user found. Initialize Cognee before recalling by:\n- running `await cognee.add(...)` followed by `await cognee.cognify()`."
+        );
+        assert_eq!(err.http_status(), 422);
+        assert_eq!(err.kind(), ErrorKind::Precondition);
+    }
+
+    #[test]
+    fn statuses_follow_the_catalogue() {
+        assert_eq!(RecallError::top_k_not_positive().http_status(), 422);
+        assert_eq!(RecallError::top_k_not_positive().to_string(), "top_k must be a positive integer.");
+        assert_eq!(
+            RecallError::unsupported_search_type(crate::SearchType::Code).to_string(),
+            "Unsupported search type: SearchType.CODE"
+        );
+        assert_eq!(RecallError::SearchTypeDisabled(crate::SearchType::Cypher).http_status(), 403);
+        let mismatch = RecallError::EmbeddingDimensionMismatch {
+            dataset_id: "d".into(),
+            stored_model: "a".into(),
+            stored_dimensions: 3,
+            configured_model: "b".into(),
+            configured_dimensions: 4,
+        };
+        assert_eq!(mismatch.http_status(), 409);
+        assert!(mismatch.to_string().starts_with(
+            "Dataset d was embedded with 'a' (3 dimensions), but the configured embedding model 'b' produces 4."
+        ));
+    }
+}

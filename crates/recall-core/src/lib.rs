@@ -1,0 +1,18 @@
+//! Recall's domain: the data points memory is made of, the search types, the
+//! response shapes, the public error catalogue, and the ports (traits) that
+//! storage, LLM and embedding backends implement.
+//!
+//! This crate performs no I/O. Adapters depend on it; it depends on no adapter.
+
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod ports;
+pub mod response;
+pub mod search_type;
+pub mod text;
+
+pub use error::{ErrorKind, RecallError, Result};
+pub use model::*;
+pub use response::*;
+pub use search_type::SearchType;

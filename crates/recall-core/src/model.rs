@@ -1,0 +1,348 @@
+//! Domain types from spec/data-model.md: the data points memory is made of,
+//! and the relational records that describe datasets, data and pipeline runs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::ids;
+
+/// Milliseconds since the Unix epoch (UTC), the unit Cognee uses on data points.
+pub type EpochMillis = i64;
+
+/// Current time in epoch milliseconds.
+pub fn now_millis() -> EpochMillis {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// The dataset a store call is scoped to. Every store call takes one explicitly:
+/// there is no call that reads across datasets by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DatasetId(pub Uuid);
+
+impl std::fmt::Display for DatasetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Fields every graph node shares (Cognee's `DataPoint` base).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataPointBase {
+    pub id: Uuid,
+    pub created_at: EpochMillis,
+    pub updated_at: EpochMillis,
+    pub version: i64,
+    #[serde(default)]
+    pub belongs_to_set: Vec<String>,
+    pub feedback_weight: f64,
+    pub importance_weight: Option<f64>,
+}
+
+impl DataPointBase {
+    pub fn new(id: Uuid) -> Self {
+        let now = now_millis();
+        Self {
+            id,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+            belongs_to_set: Vec::new(),
+            feedback_weight: 0.5,
+            importance_weight: Some(0.5),
+        }
+    }
+}
+
+/// A typed document; `id` is the id of the data item it was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    #[serde(flatten)]
+    pub base: DataPointBase,
+    /// Concrete class name, e.g. `TextDocument`.
+    pub document_type: String,
+    pub name: String,
+    pub raw_data_location: String,
+    pub mime_type: String,
+    pub external_metadata: Option<String>,
+}
+
+/// How a chunk's last piece was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutType {
+    ParagraphEnd,
+    SentenceEnd,
+    SentenceCut,
+}
+
+impl CutType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CutType::ParagraphEnd => "paragraph_end",
+            CutType::SentenceEnd => "sentence_end",
+            CutType::SentenceCut => "sentence_cut",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentChunk {
+    #[serde(flatten)]
+    pub base: DataPointBase,
+    pub text: String,
+    /// Size in tokens (whitespace-separated words).
+    pub chunk_size: usize,
+    /// 0-based position within the document.
+    pub chunk_index: usize,
+    pub cut_type: CutType,
+    /// sha256 hex of `text`.
+    pub content_hash: String,
+    pub document_id: Uuid,
+    pub document_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityType {
+    #[serde(flatten)]
+    pub base: DataPointBase,
+    pub name: String,
+    pub description: String,
+}
+
+impl EntityType {
+    pub fn new(name: &str) -> Self {
+        let name = normalise_entity_name(name);
+        Self { base: DataPointBase::new(ids::id_for("EntityType", &[&name])), description: name.clone(), name }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entity {
+    #[serde(flatten)]
+    pub base: DataPointBase,
+    pub name: String,
+    pub description: String,
+    pub entity_type: Uuid,
+}
+
+impl Entity {
+    pub fn new(name: &str, description: &str, entity_type: &EntityType) -> Self {
+        let name = normalise_entity_name(name);
+        Self {
+            base: DataPointBase::new(ids::id_for("Entity", &[&name])),
+            name,
+            description: description.to_string(),
+            entity_type: entity_type.base.id,
+        }
+    }
+}
+
+/// Entity and type names are lower-cased with apostrophes removed.
+pub fn normalise_entity_name(name: &str) -> String {
+    name.trim().to_lowercase().replace('\'', "")
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextSummary {
+    #[serde(flatten)]
+    pub base: DataPointBase,
+    pub text: String,
+    pub source_chunk_id: Uuid,
+}
+
+impl TextSummary {
+    /// Id is uuid5(chunk.id, "TextSummary"): the chunk id is the namespace.
+    pub fn new(chunk_id: Uuid, text: String) -> Self {
+        Self { base: DataPointBase::new(Uuid::new_v5(&chunk_id, b"TextSummary")), text, source_chunk_id: chunk_id }
+    }
+}
+
+/// A stored graph node: its id, its type (class name) and its properties.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub id: Uuid,
+    #[serde(rename = "type")]
+    pub node_type: String,
+    /// Every other field of the data point (name, text, weights, …).
+    pub properties: Map<String, Value>,
+}
+
+impl Node {
+    /// Builds a node from any serialisable data point.
+    pub fn from_data_point<T: Serialize>(id: Uuid, node_type: &str, point: &T) -> crate::Result<Self> {
+        let value = serde_json::to_value(point)
+            .map_err(|e| crate::RecallError::invalid_input(format!("unserialisable node: {e}")))?;
+        let mut properties = match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        properties.remove("id");
+        Ok(Self { id, node_type: node_type.to_string(), properties })
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        self.properties.get("name").and_then(Value::as_str)
+    }
+}
+
+/// A directed, named relationship between two nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    pub source_node_id: Uuid,
+    pub target_node_id: Uuid,
+    pub relationship_name: String,
+    /// Always non-blank once stored (data-model.md §3.1).
+    pub edge_text: Option<String>,
+    /// Default properties (edge_object_id, feedback_weight, updated_at, …) and any extra ones.
+    #[serde(default)]
+    pub properties: Map<String, Value>,
+}
+
+impl Edge {
+    pub fn new(source: Uuid, relationship_name: &str, target: Uuid) -> Self {
+        let mut properties = Map::new();
+        properties.insert(
+            "edge_object_id".into(),
+            Value::String(ids::edge_object_id(source, relationship_name, target).to_string()),
+        );
+        properties.insert("feedback_weight".into(), Value::from(0.5));
+        properties
+            .insert("updated_at".into(), Value::String(chrono::Utc::now().format("%Y-%m-%d %H:%M:%S").to_string()));
+        Self {
+            source_node_id: source,
+            target_node_id: target,
+            relationship_name: relationship_name.to_string(),
+            edge_text: None,
+            properties,
+        }
+    }
+
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.edge_text = Some(text.into());
+        self
+    }
+}
+
+/// The part of the graph around some seed nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Subgraph {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: Uuid,
+    pub email: String,
+    pub tenant_id: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dataset {
+    pub id: DatasetId,
+    pub name: String,
+    pub owner_id: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub created_at: EpochMillis,
+}
+
+/// Processing state of an ingested data item: `Pending` until its chunks and
+/// vectors are all written, so an interrupted remember is redone, not skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataStatus {
+    Pending,
+    Completed,
+}
+
+impl DataStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataStatus::Pending => "pending",
+            DataStatus::Completed => "completed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        if s == "completed" {
+            DataStatus::Completed
+        } else {
+            DataStatus::Pending
+        }
+    }
+}
+
+/// A raw ingested item (Cognee's `Data` row).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataItem {
+    pub id: Uuid,
+    pub dataset_id: DatasetId,
+    pub name: String,
+    pub extension: String,
+    pub mime_type: String,
+    pub content_hash: String,
+    pub raw_data_location: String,
+    pub owner_id: Uuid,
+    pub status: DataStatus,
+    pub created_at: EpochMillis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PipelineRunStatus {
+    #[serde(rename = "DATASET_PROCESSING_STARTED")]
+    Started,
+    #[serde(rename = "DATASET_PROCESSING_COMPLETED")]
+    Completed,
+    #[serde(rename = "DATASET_PROCESSING_ERRORED")]
+    Errored,
+}
+
+impl PipelineRunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineRunStatus::Started => "DATASET_PROCESSING_STARTED",
+            PipelineRunStatus::Completed => "DATASET_PROCESSING_COMPLETED",
+            PipelineRunStatus::Errored => "DATASET_PROCESSING_ERRORED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "DATASET_PROCESSING_STARTED" => Some(Self::Started),
+            "DATASET_PROCESSING_COMPLETED" => Some(Self::Completed),
+            "DATASET_PROCESSING_ERRORED" => Some(Self::Errored),
+            _ => None,
+        }
+    }
+}
+
+/// One status row of a pipeline run. A run writes a `Started` row, then a
+/// `Completed` or `Errored` row with the same `pipeline_run_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineRun {
+    pub id: Uuid,
+    pub pipeline_run_id: Uuid,
+    pub pipeline_name: String,
+    pub dataset_id: DatasetId,
+    pub status: PipelineRunStatus,
+    pub error_class: Option<String>,
+    pub error_message: Option<String>,
+    pub run_info: Value,
+    pub created_at: EpochMillis,
+}
+
+/// Names of the ingestion pipelines, as Cognee records them.
+pub mod pipelines {
+    /// Stores raw data items (`add`).
+    pub const ADD: &str = "add_pipeline";
+    /// Chunks, embeds and writes the graph (`cognify`).
+    pub const COGNIFY: &str = "cognify_pipeline";
+}
+
+/// Vector collection names, `"<TypeName>_<field>"`.
+pub mod collections {
+    pub const DOCUMENT_CHUNK_TEXT: &str = "DocumentChunk_text";
+    pub const TEXT_DOCUMENT_NAME: &str = "TextDocument_name";
+}

@@ -1,0 +1,318 @@
+//! Ports: the narrow, object-safe traits that backends implement. The engine
+//! holds each as `Arc<dyn Port>`. Every store call names its dataset scope
+//! explicitly, so no call can read across datasets by accident.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, Result, Subgraph, User};
+
+// ---------------------------------------------------------------------------
+// Graph
+// ---------------------------------------------------------------------------
+
+/// A property graph of typed nodes and named edges, partitioned by dataset.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait GraphStore: Send + Sync {
+    fn name(&self) -> &'static str {
+        "graph"
+    }
+
+    /// Inserts or replaces nodes (by id) in one dataset.
+    async fn upsert_nodes(&self, dataset: DatasetId, nodes: &[Node]) -> Result<()>;
+
+    /// Inserts or replaces edges, keyed by (source, relationship_name, target).
+    async fn upsert_edges(&self, dataset: DatasetId, edges: &[Edge]) -> Result<()>;
+
+    /// The nodes with these ids; unknown ids are skipped.
+    async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>>;
+
+    /// The nodes within `depth` hops of the seeds (either direction) and every
+    /// edge between them. `depth` 1 is Cognee's 1-hop projection.
+    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph>;
+
+    /// Node and edge counts of one dataset.
+    async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)>;
+
+    async fn is_empty(&self, dataset: DatasetId) -> Result<bool> {
+        Ok(self.count(dataset).await?.0 == 0)
+    }
+
+    /// Deletes nodes and every edge touching them.
+    async fn delete_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<()>;
+
+    /// Deletes every node and edge of a dataset.
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
+
+    async fn healthcheck(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Vectors
+// ---------------------------------------------------------------------------
+
+/// The embedding model a collection's vectors come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingSpec {
+    pub model: String,
+    pub dimensions: usize,
+}
+
+/// One vector row: the embedded data point's id, its vector and its payload
+/// (the "index row" of spec/data-model.md §1: text, document_id, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorRecord {
+    pub id: Uuid,
+    pub vector: Vec<f32>,
+    pub payload: Map<String, Value>,
+    /// Node-set tags, filterable with [`NodeSetFilter`].
+    #[serde(default)]
+    pub belongs_to_set: Vec<String>,
+}
+
+/// A search hit: `score` is the raw cosine distance, lower is better.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredResult {
+    pub id: Uuid,
+    pub score: f64,
+    pub payload: Map<String, Value>,
+}
+
+/// Filter on `belongs_to_set`: any of the names (OR) or all of them (AND).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeSetFilter {
+    Any(Vec<String>),
+    All(Vec<String>),
+}
+
+impl NodeSetFilter {
+    pub fn matches(&self, tags: &[String]) -> bool {
+        match self {
+            NodeSetFilter::Any(names) => names.iter().any(|n| tags.contains(n)),
+            NodeSetFilter::All(names) => names.iter().all(|n| tags.contains(n)),
+        }
+    }
+}
+
+/// Named collections of vectors ("<TypeName>_<field>"), partitioned by dataset.
+/// A collection records the embedding model and width it was created with;
+/// writing or searching with another width is `EmbeddingDimensionMismatch`.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait VectorStore: Send + Sync {
+    fn name(&self) -> &'static str {
+        "vector"
+    }
+
+    /// Creates the collection for `spec` if it does not exist; if it exists with
+    /// another model or width, fails with `EmbeddingDimensionMismatch`.
+    async fn ensure_collection(&self, dataset: DatasetId, collection: &str, spec: &EmbeddingSpec) -> Result<()>;
+
+    /// The embedding model a collection was created with, if it exists.
+    async fn collection_spec(&self, collection: &str) -> Result<Option<EmbeddingSpec>>;
+
+    /// Whether the dataset has any row in the collection.
+    async fn has_collection(&self, dataset: DatasetId, collection: &str) -> Result<bool>;
+
+    /// Inserts or replaces rows by (dataset, id).
+    async fn upsert(&self, dataset: DatasetId, collection: &str, records: Vec<VectorRecord>) -> Result<()>;
+
+    /// The `limit` nearest rows of one dataset (all of them when `None`).
+    async fn search(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+    ) -> Result<Vec<ScoredResult>>;
+
+    async fn count(&self, dataset: DatasetId, collection: &str) -> Result<u64>;
+
+    async fn delete(&self, dataset: DatasetId, collection: &str, ids: &[Uuid]) -> Result<()>;
+
+    /// Deletes every row of a dataset in every collection.
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
+
+    async fn healthcheck(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Relational, split by concern
+// ---------------------------------------------------------------------------
+
+/// Users and the default user.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    /// The user with this email, if the database has one.
+    async fn find_user(&self, email: &str) -> Result<Option<User>>;
+
+    /// Returns the user with this email, creating it if needed.
+    async fn ensure_user(&self, email: &str) -> Result<User>;
+}
+
+/// Datasets and their read permissions.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait DatasetStore: Send + Sync {
+    /// Returns the owner's dataset with this name, creating it (and granting the
+    /// owner read/write/delete/share) if needed.
+    async fn ensure_dataset(&self, owner: &User, name: &str) -> Result<Dataset>;
+
+    /// Datasets owned by `owner` in its tenant whose names are among `names`.
+    async fn owned_datasets_by_name(&self, owner: &User, names: &[String]) -> Result<Vec<Dataset>>;
+
+    /// Every dataset `user` may read, oldest first.
+    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>>;
+
+    async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>>;
+
+    /// Deletes a dataset row and its grants.
+    async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
+}
+
+/// Raw ingested items.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait DataStore: Send + Sync {
+    /// Inserts the item, or leaves an existing one (same dataset and id) as it is.
+    /// Returns the stored item.
+    async fn upsert_data(&self, item: &DataItem) -> Result<DataItem>;
+
+    async fn set_data_status(&self, dataset: DatasetId, id: Uuid, status: DataStatus) -> Result<()>;
+
+    async fn list_data(&self, dataset: DatasetId) -> Result<Vec<DataItem>>;
+
+    async fn count_data(&self, dataset: DatasetId) -> Result<u64>;
+
+    async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()>;
+}
+
+/// Pipeline-run bookkeeping.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait PipelineRunStore: Send + Sync {
+    async fn record_run(&self, run: &PipelineRun) -> Result<()>;
+
+    /// Runs of one dataset, oldest first.
+    async fn list_runs(&self, dataset: DatasetId) -> Result<Vec<PipelineRun>>;
+
+    async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()>;
+}
+
+/// The relational store as one object, for adapters that implement every concern.
+pub trait RelationalStore: UserStore + DatasetStore + DataStore + PipelineRunStore {
+    fn name(&self) -> &'static str {
+        "relational"
+    }
+}
+
+/// The relational ports the engine uses, each held separately so a backend
+/// may provide them from different places.
+#[derive(Clone)]
+pub struct RelationalPorts {
+    pub users: Arc<dyn UserStore>,
+    pub datasets: Arc<dyn DatasetStore>,
+    pub data: Arc<dyn DataStore>,
+    pub runs: Arc<dyn PipelineRunStore>,
+}
+
+impl RelationalPorts {
+    pub fn from_store<S: RelationalStore + 'static>(store: Arc<S>) -> Self {
+        Self { users: store.clone(), datasets: store.clone(), data: store.clone(), runs: store }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------
+
+/// Turns texts into vectors.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// The model name recorded on every collection it fills.
+    fn model(&self) -> String;
+
+    fn dimensions(&self) -> usize;
+
+    /// How many texts to send per call.
+    fn batch_size(&self) -> usize {
+        64
+    }
+
+    /// One vector per text, in order.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+
+    fn spec(&self) -> EmbeddingSpec {
+        EmbeddingSpec { model: self.model(), dimensions: self.dimensions() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: Role::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: Role::User, content: content.into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    pub fn new(system: impl Into<String>, user: impl Into<String>) -> Self {
+        Self {
+            messages: vec![ChatMessage::system(system), ChatMessage::user(user)],
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// A chat-completion model.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait LlmClient: Send + Sync {
+    fn model(&self) -> String;
+
+    /// One completion, as text.
+    async fn chat(&self, request: &ChatRequest) -> Result<String>;
+
+    /// One completion constrained to a JSON schema; the returned value has been
+    /// parsed but not validated against the schema.
+    async fn structured(&self, request: &ChatRequest, schema_name: &str, schema: &Value) -> Result<Value>;
+
+    /// Token deltas of one completion, as they arrive.
+    async fn stream(&self, request: &ChatRequest) -> Result<BoxStream<'static, Result<String>>>;
+}

@@ -1,0 +1,81 @@
+//! CHUNKS: vector search over `DocumentChunk_text` (spec/retrievers.md §8).
+
+use async_trait::async_trait;
+use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
+use recall_core::{RecallError, Result};
+use serde_json::{json, Value};
+
+use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+
+/// Plain vector search over chunks; no LLM.
+#[derive(Debug, Clone)]
+pub struct ChunksRetriever {
+    /// Used when the caller passes no `top_k`.
+    pub default_top_k: usize,
+}
+
+impl Default for ChunksRetriever {
+    fn default() -> Self {
+        Self { default_top_k: 5 }
+    }
+}
+
+/// Raised when the dataset has no chunk vectors at all.
+pub(crate) fn no_chunks() -> RecallError {
+    RecallError::NoData("No data found in the system, please add data first.".into())
+}
+
+#[async_trait]
+impl Retriever for ChunksRetriever {
+    async fn get_retrieved_objects(
+        &self,
+        ctx: &RetrievalContext,
+        query: &str,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        let dataset = ctx.dataset.id;
+        if !ctx.vectors.has_collection(dataset, DOCUMENT_CHUNK_TEXT).await? {
+            return Err(no_chunks());
+        }
+        let vector = ctx
+            .embedder
+            .embed(&[query.to_string()])
+            .await?
+            .pop()
+            .ok_or_else(|| RecallError::Provider("embedder returned no vector for the query".into()))?;
+        let limit = options.top_k.unwrap_or(self.default_top_k);
+        let filter = options.node_set_filter();
+        let hits = ctx.vectors.search(dataset, DOCUMENT_CHUNK_TEXT, &vector, Some(limit), filter).await?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| {
+                let mut payload = hit.payload;
+                payload.entry("id").or_insert_with(|| json!(hit.id.to_string()));
+                payload.insert("score".into(), json!(hit.score));
+                Value::Object(payload)
+            })
+            .collect())
+    }
+
+    async fn get_context_from_objects(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        objects: &[Value],
+        _options: &RetrieverOptions,
+    ) -> Result<RetrievedContext> {
+        let passages: Vec<&str> = objects.iter().filter_map(|o| o.get("text").and_then(Value::as_str)).collect();
+        Ok(RetrievedContext::Text(passages.join("\n")))
+    }
+
+    async fn get_completion_from_context(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        objects: &[Value],
+        _context: &RetrievedContext,
+        _options: &RetrieverOptions,
+    ) -> Result<Option<Vec<Value>>> {
+        Ok(Some(objects.to_vec()))
+    }
+}

@@ -1,0 +1,1 @@
+//! Placeholder crate: filled by its own issue (see issues list).

@@ -1,0 +1,233 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! End to end on the embedded default (SQLite + SQL graph tables + LanceDB on
+//! local disk, offline embedder): remember → recall CHUNKS, idempotence,
+//! typed errors that write nothing, forget, and the embedding-width check.
+
+use std::path::{Path, PathBuf};
+
+use recall::{build_engine, OpenMode, Settings};
+use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
+use recall_core::{PipelineRunStatus, RecallError, RecallResponse, SearchType};
+use recall_engine::{Engine, RecallRequest, RememberInput};
+
+fn samples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples")
+}
+
+fn sample_files() -> Vec<RememberInput> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(samples()).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files.into_iter().map(RememberInput::File).collect()
+}
+
+async fn engine(dir: &Path, mode: OpenMode) -> Result<Engine, RecallError> {
+    build_engine(&Settings::embedded(dir).unwrap(), mode).await.map(|(e, _)| e)
+}
+
+fn graph_entries(results: &[RecallResponse]) -> Vec<&recall_core::ResponseGraphEntry> {
+    results
+        .iter()
+        .map(|r| match r {
+            RecallResponse::Graph(e) => e,
+            other => panic!("unexpected source {}", other.source()),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remember_then_recall_chunks_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+    let outcome = engine.remember("science", &sample_files()).await.unwrap();
+    assert_eq!(outcome.items_added, 4);
+    assert_eq!(outcome.items_unchanged, 0);
+    assert!(outcome.chunks_written >= 4);
+
+    // No LLM configured: the default type is CHUNKS.
+    let results = engine.recall(&RecallRequest::new("How does a sourdough starter stay alive?")).await.unwrap();
+    let items = graph_entries(&results);
+    assert_eq!(items.len(), outcome.chunks_written.min(15), "top_k 15 caps the chunks");
+    let top = items[0];
+    assert_eq!(top.search_type, SearchType::Chunks);
+    assert_eq!(top.kind, "chunk");
+    assert_eq!(top.dataset_name.as_deref(), Some("science"));
+    assert_eq!(top.metadata["document_name"], "sourdough.txt");
+    assert!(top.text.to_lowercase().contains("starter"), "{}", top.text);
+    for key in ["data_id", "chunk_id", "chunk_index", "document_name"] {
+        assert!(top.metadata.contains_key(key), "metadata has {key}");
+    }
+    assert_eq!(top.raw["chunk_size"].as_u64().unwrap() as usize, top.text.split_whitespace().count());
+    assert!(top.raw.contains_key("cut_type"));
+    // Scores are raw cosine distances, best (lowest) first.
+    let scores: Vec<f64> = items.iter().map(|i| i.score.unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
+    assert!(scores[0] >= 0.0 && scores[0] < 1.0);
+
+    let planets = engine.recall(&RecallRequest::new("largest planet Jupiter moons").top_k(2)).await.unwrap();
+    let planets = graph_entries(&planets);
+    assert_eq!(planets.len(), 2);
+    assert_eq!(planets[0].metadata["document_name"], "solar-system.md");
+
+    // The chunk id in metadata names a real chunk node in the graph.
+    let ds = engine.datasets().await.unwrap();
+    assert_eq!(ds.len(), 1);
+    let chunk_id = uuid::Uuid::parse_str(top.metadata["chunk_id"].as_str().unwrap()).unwrap();
+    let nodes = engine.graph().get_nodes(ds[0].id, &[chunk_id]).await.unwrap();
+    assert_eq!(nodes[0].node_type, "DocumentChunk");
+    assert_eq!(nodes[0].properties["text"], top.text.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remembering_the_same_content_twice_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+    let first = engine.remember("docs", &sample_files()).await.unwrap();
+    let ds = engine.datasets().await.unwrap()[0].clone();
+    let graph_before = engine.graph().count(ds.id).await.unwrap();
+    let vectors_before = engine.vectors().count(ds.id, DOCUMENT_CHUNK_TEXT).await.unwrap();
+    assert_eq!(graph_before.0 as usize, 4 + first.chunks_written, "4 documents + their chunks");
+    assert_eq!(graph_before.1 as usize, first.chunks_written, "one is_part_of edge per chunk");
+    assert_eq!(vectors_before as usize, first.chunks_written);
+
+    let again = engine.remember("docs", &sample_files()).await.unwrap();
+    assert_eq!(again.items_added, 0);
+    assert_eq!(again.items_unchanged, 4);
+    assert_eq!(again.chunks_written, 0);
+    assert_eq!(engine.graph().count(ds.id).await.unwrap(), graph_before);
+    assert_eq!(engine.vectors().count(ds.id, DOCUMENT_CHUNK_TEXT).await.unwrap(), vectors_before);
+    assert_eq!(engine.relational().data.count_data(ds.id).await.unwrap(), 4);
+
+    // Each remember records add and cognify runs: started, then completed.
+    let runs = engine.relational().runs.list_runs(ds.id).await.unwrap();
+    assert_eq!(runs.len(), 8);
+    let statuses: Vec<(&str, PipelineRunStatus)> = runs.iter().map(|r| (r.pipeline_name.as_str(), r.status)).collect();
+    assert_eq!(
+        &statuses[..4],
+        &[
+            ("add_pipeline", PipelineRunStatus::Started),
+            ("add_pipeline", PipelineRunStatus::Completed),
+            ("cognify_pipeline", PipelineRunStatus::Started),
+            ("cognify_pipeline", PipelineRunStatus::Completed),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_typed_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // Nothing ever remembered: recall is a precondition error and creates no database.
+    let err = engine(dir.path(), OpenMode::ExistingOnly).await.err().unwrap();
+    assert!(matches!(err, RecallError::RecallPrecondition));
+    assert_eq!(err.http_status(), 422);
+    assert!(err.to_string().starts_with("Recall prerequisites not met: no database/default user found."));
+    assert!(!dir.path().join("recall.db").exists());
+
+    let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+    // A database with no user yet is the same precondition error.
+    let err = engine.recall(&RecallRequest::new("anything")).await.unwrap_err();
+    assert!(matches!(err, RecallError::RecallPrecondition), "{err:?}");
+
+    // An unsupported file among good ones: rejected before anything is written.
+    let bad = dir.path().join("report.pdf");
+    std::fs::write(&bad, b"%PDF-1.4").unwrap();
+    let mut inputs = sample_files();
+    inputs.push(RememberInput::File(bad));
+    let err = engine.remember("docs", &inputs).await.unwrap_err();
+    assert!(matches!(err, RecallError::UnsupportedFileType { .. }), "{err:?}");
+    assert!(err.to_string().contains(".pdf"));
+    assert!(engine.datasets().await.unwrap().is_empty(), "no dataset was created");
+    assert!(engine.relational().users.find_user("default_user@example.com").await.unwrap().is_none());
+
+    engine.remember("docs", &sample_files()).await.unwrap();
+
+    let err = engine.recall(&RecallRequest::new("   ")).await.unwrap_err();
+    assert!(matches!(&err, RecallError::QueryValidation(m) if m == "The query must be a non-empty string."));
+    for k in [0, -3] {
+        let err = engine.recall(&RecallRequest::new("bees").top_k(k)).await.unwrap_err();
+        assert_eq!(err.to_string(), "top_k must be a positive integer.");
+        assert_eq!(err.http_status(), 422);
+    }
+
+    let err = engine
+        .recall(&RecallRequest::new("bees").datasets(["docs", "nope", "also-missing", "nope"]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Dataset(s) not found: 'nope', 'also-missing'. Dataset names resolve only among the datasets you own in the current tenant; pass dataset_ids for datasets shared with you."
+    );
+    assert_eq!(err.http_status(), 404);
+
+    // A type with no retriever yet is an error, never an empty result.
+    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::Cypher)).await.unwrap_err();
+    assert!(matches!(err, RecallError::UnsupportedSearchType(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datasets_scope_results_and_forget_removes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+    engine.remember("bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
+    engine.remember("bread", &[RememberInput::File(samples().join("sourdough.txt"))]).await.unwrap();
+
+    let only_bread = engine.recall(&RecallRequest::new("waggle dance").datasets(["bread"])).await.unwrap();
+    assert!(!only_bread.is_empty());
+    assert!(graph_entries(&only_bread).iter().all(|e| e.dataset_name.as_deref() == Some("bread")));
+
+    let both = engine.recall(&RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
+    let names: Vec<_> = graph_entries(&both).iter().map(|e| e.dataset_name.clone().unwrap()).collect();
+    assert_eq!(names, vec!["bees", "bread"], "one payload per dataset, in dataset order");
+    assert_eq!(graph_entries(&both)[0].metadata["document_name"], "honeybees.txt");
+
+    let bees = engine.datasets().await.unwrap().into_iter().find(|d| d.name == "bees").unwrap();
+    engine.forget_dataset("bees").await.unwrap();
+    assert_eq!(engine.graph().count(bees.id).await.unwrap(), (0, 0));
+    assert_eq!(engine.vectors().count(bees.id, DOCUMENT_CHUNK_TEXT).await.unwrap(), 0);
+    assert_eq!(engine.relational().data.count_data(bees.id).await.unwrap(), 0);
+    assert!(engine.relational().runs.list_runs(bees.id).await.unwrap().is_empty());
+    let left: Vec<String> = engine.datasets().await.unwrap().into_iter().map(|d| d.name).collect();
+    assert_eq!(left, vec!["bread"]);
+    let err = engine.recall(&RecallRequest::new("waggle").datasets(["bees"])).await.unwrap_err();
+    assert!(matches!(err, RecallError::DatasetNotFound { .. }));
+    assert!(matches!(engine.forget_dataset("bees").await.unwrap_err(), RecallError::DatasetNotFound { .. }));
+
+    // Remembering it again brings back exactly the same ids.
+    engine.remember("bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
+    let again = engine.recall(&RecallRequest::new("waggle dance").datasets(["bees"]).top_k(1)).await.unwrap();
+    assert_eq!(graph_entries(&again)[0].metadata["document_name"], "honeybees.txt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_different_embedding_width_is_a_conflict_not_an_empty_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+    engine.remember("docs", &[RememberInput::text("Honey resists spoilage for years.")]).await.unwrap();
+
+    let mut narrow = Settings::embedded(dir.path()).unwrap();
+    narrow.embedding_dimensions = 128;
+    let (other, _) = build_engine(&narrow, OpenMode::ExistingOnly).await.unwrap();
+    let err = other.recall(&RecallRequest::new("honey")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RecallError::EmbeddingDimensionMismatch { stored_dimensions: 384, configured_dimensions: 128, .. }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.http_status(), 409);
+    let err = other.remember("docs", &[RememberInput::text("Another fact.")]).await.unwrap_err();
+    assert_eq!(err.http_status(), 409);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_survives_reopening_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
+        engine.remember("docs", &sample_files()).await.unwrap();
+    }
+    let engine = engine(dir.path(), OpenMode::ExistingOnly).await.unwrap();
+    let results = engine.recall(&RecallRequest::new("borrow checker mutable reference").top_k(1)).await.unwrap();
+    assert_eq!(graph_entries(&results)[0].metadata["document_name"], "rust-ownership.md");
+}
