@@ -6,7 +6,8 @@ CARGO ?= cargo
 # Outside the clone, so repeated CI runs build incrementally.
 export CARGO_TARGET_DIR ?= /var/tmp/recall-target
 DATA_DIR ?= .recall-demo
-RECALL = $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
+# Small chunks, so the demo shows chunk-level hits in short documents.
+RECALL = RECALL_CHUNK_SIZE=40 $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
 
 .PHONY: run test build deps lint fmt clean-demo
 
