@@ -116,6 +116,9 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             default_user_email: settings.default_user_email.clone(),
             chunk_size: settings.chunk_size,
             raw_data_dir: Some(raw_dir),
+            chunks_per_batch: settings.chunks_per_batch,
+            extraction_concurrency: settings.extraction_concurrency,
+            triplet_embedding: settings.triplet_embedding,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

@@ -22,6 +22,7 @@ const COGNEE_VARS: &[&str] = &[
     "EMBEDDING_DIMENSIONS",
     "EMBEDDING_PROVIDER",
     "DEFAULT_USER_EMAIL",
+    "TRIPLET_EMBEDDING",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +30,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub default_user_email: String,
     pub chunk_size: usize,
+    pub chunks_per_batch: usize,
+    pub extraction_concurrency: usize,
+    pub triplet_embedding: bool,
     pub db_url: String,
     pub graph_url: String,
     pub vector_url: String,

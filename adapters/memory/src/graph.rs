@@ -1,12 +1,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::GraphStore;
+use recall_core::ports::{EdgeKey, GraphStore};
 use recall_core::{DatasetId, Edge, Node, Result, Subgraph};
 use tokio::sync::RwLock;
 use uuid::Uuid;
-
-type EdgeKey = (Uuid, String, Uuid);
 
 #[derive(Default)]
 struct Partition {
@@ -90,6 +88,35 @@ impl GraphStore for MemoryGraphStore {
             .cloned()
             .collect();
         Ok(Subgraph { nodes, edges })
+    }
+
+    async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
+        let parts = self.partitions.read().await;
+        Ok(parts
+            .get(&dataset)
+            .map(|p| Subgraph {
+                nodes: p.nodes.values().cloned().collect(),
+                edges: p.edges.values().cloned().collect(),
+            })
+            .unwrap_or_default())
+    }
+
+    async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>> {
+        let parts = self.partitions.read().await;
+        Ok(parts
+            .get(&dataset)
+            .map(|p| p.nodes.values().filter(|n| n.node_type == node_type).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()> {
+        let mut parts = self.partitions.write().await;
+        if let Some(part) = parts.get_mut(&dataset) {
+            for key in keys {
+                part.edges.remove(key);
+            }
+        }
+        Ok(())
     }
 
     async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)> {

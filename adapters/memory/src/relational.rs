@@ -133,6 +133,11 @@ impl DataStore for MemoryRelationalStore {
         Ok(self.state.read().await.data.keys().filter(|(d, _)| *d == dataset).count() as u64)
     }
 
+    async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()> {
+        self.state.write().await.data.remove(&(dataset, id));
+        Ok(())
+    }
+
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
         self.state.write().await.data.retain(|(d, _), _| *d != dataset);
         Ok(())

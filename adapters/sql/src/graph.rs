@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::GraphStore;
+use recall_core::ports::{EdgeKey, GraphStore};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
 use serde_json::{Map, Value as Json};
@@ -203,6 +203,65 @@ impl GraphStore for SqlGraphStore {
             .filter(|e| reached.contains(&e.target_node_id))
             .collect();
         Ok(Subgraph { nodes, edges })
+    }
+
+    async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
+        let ds: Value = dataset.to_string().into();
+        let node_rows = self
+            .db
+            .conn
+            .query_all_raw(self.db.stmt(
+                "SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1 ORDER BY id",
+                vec![ds.clone()],
+            ))
+            .await
+            .map_err(db_err)?;
+        let edge_rows = self
+            .db
+            .conn
+            .query_all_raw(self.db.stmt(
+                "SELECT source_id, relationship_name, target_id, edge_text, properties FROM graph_edges \
+                 WHERE dataset_id = $1 ORDER BY source_id, relationship_name, target_id",
+                vec![ds],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(Subgraph {
+            nodes: node_rows.iter().map(node_from_row).collect::<Result<_>>()?,
+            edges: edge_rows.iter().map(edge_from_row).collect::<Result<_>>()?,
+        })
+    }
+
+    async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>> {
+        let rows = self
+            .db
+            .conn
+            .query_all_raw(self.db.stmt(
+                "SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1 AND node_type = $2 ORDER BY id",
+                vec![dataset.to_string().into(), node_type.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(node_from_row).collect()
+    }
+
+    async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for (source, rel, target) in keys {
+            txn.execute_raw(self.db.stmt(
+                "DELETE FROM graph_edges WHERE dataset_id = $1 AND source_id = $2 AND relationship_name = $3 \
+                 AND target_id = $4",
+                vec![
+                    dataset.to_string().into(),
+                    source.to_string().into(),
+                    rel.clone().into(),
+                    target.to_string().into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 
     async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)> {

@@ -281,6 +281,18 @@ impl DataStore for SqlRelationalStore {
         Ok(n.max(0) as u64)
     }
 
+    async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "DELETE FROM data WHERE dataset_id = $1 AND id = $2",
+                vec![dataset.to_string().into(), id.to_string().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
         self.db
             .conn

@@ -91,6 +91,20 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     assert_eq!(sub.nodes.len(), 4);
     assert_eq!(sub.edges.len(), 4);
 
+    // Whole-graph and by-type reads.
+    let whole = store.get_graph(ds).await.unwrap();
+    assert_eq!((whole.nodes.len(), whole.edges.len()), (4, 4));
+    let mut entity_ids: Vec<Uuid> = store.nodes_by_type(ds, "Entity").await.unwrap().iter().map(|n| n.id).collect();
+    entity_ids.sort();
+    let mut want_entities = vec![a, b, d];
+    want_entities.sort();
+    assert_eq!(entity_ids, want_entities);
+    assert!(store.nodes_by_type(ds, "Nope").await.unwrap().is_empty());
+    // Depth 0: the seeds and the edges among them.
+    let sub = store.neighborhood(ds, &[a, b], 0).await.unwrap();
+    assert_eq!(sub.nodes.len(), 2);
+    assert_eq!(sub.edges.len(), 1);
+
     // Upserting again replaces, never duplicates.
     let mut renamed = nodes[0].clone();
     renamed.properties.insert("name".into(), json!("alice smith"));
@@ -111,6 +125,8 @@ async fn graph_scope_isolation(store: &dyn GraphStore) {
     store.upsert_nodes(ds2, &[node(shared, "Entity", "in-two")]).await.unwrap();
 
     assert_eq!(store.count(ds2).await.unwrap(), (1, 0), "no node or edge from another dataset");
+    assert_eq!(store.get_graph(ds2).await.unwrap().nodes.len(), 1);
+    assert_eq!(store.nodes_by_type(ds2, "Entity").await.unwrap().len(), 1);
     let seen = store.get_nodes(ds2, &[shared, other]).await.unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].name(), Some("in-two"));
@@ -130,6 +146,9 @@ async fn graph_deletes(store: &dyn GraphStore) {
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     store.upsert_nodes(ds, &[node(a, "T", "a"), node(b, "T", "b"), node(c, "T", "c")]).await.unwrap();
     store.upsert_edges(ds, &[Edge::new(a, "r", b), Edge::new(b, "r", c), Edge::new(a, "s", c)]).await.unwrap();
+    store.delete_edges(ds, &[(a, "s".into(), c), (a, "missing".into(), c)]).await.unwrap();
+    assert_eq!(store.count(ds).await.unwrap(), (3, 2), "delete_edges removes exactly the named edges");
+    store.upsert_edges(ds, &[Edge::new(a, "s", c)]).await.unwrap();
     store.delete_nodes(ds, &[b]).await.unwrap();
     assert_eq!(store.count(ds).await.unwrap(), (2, 1), "deleting a node deletes its edges");
     let sub = store.neighborhood(ds, &[a], 1).await.unwrap();
@@ -408,6 +427,11 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     runs.record_run(&errored).await.unwrap();
     assert_eq!(runs.list_runs(docs.id).await.unwrap(), vec![started, errored]);
     assert!(runs.list_runs(notes.id).await.unwrap().is_empty());
+
+    let other = DataItem { id: Uuid::new_v4(), ..item.clone() };
+    data.upsert_data(&other).await.unwrap();
+    data.delete_data(docs.id, other.id).await.unwrap();
+    assert_eq!(data.count_data(docs.id).await.unwrap(), 1, "delete_data removes one item");
 
     data.delete_dataset_data(docs.id).await.unwrap();
     runs.delete_dataset_runs(docs.id).await.unwrap();

@@ -3,6 +3,10 @@
 //! crate wires adapters in through [`EngineBuilder`].
 
 mod chunking;
+mod cognify;
+pub mod extract;
+mod forget;
+mod global_context;
 mod normalise;
 mod recall;
 mod remember;
@@ -10,11 +14,13 @@ mod remember;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use recall_core::ports::{Embedder, GraphStore, LlmClient, RelationalPorts, VectorStore};
+use recall_core::ports::{Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, Summarizer, VectorStore};
 use recall_core::{Dataset, RecallError, Result, SearchType};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use chunking::{chunk_text, TextChunk};
+pub use forget::ForgetOutcome;
+pub use global_context::{bucket_summary_id, root_summary_id};
 pub use recall::{RecallRequest, DEFAULT_TOP_K};
 pub use remember::{NoProgress, RememberInput, RememberOutcome, RememberProgress};
 
@@ -27,11 +33,24 @@ pub struct EngineConfig {
     pub chunk_size: usize,
     /// Where raw copies of remembered text are kept; `None` keeps none.
     pub raw_data_dir: Option<PathBuf>,
+    /// Chunks per cognify batch (Cognee's `chunks_per_batch`).
+    pub chunks_per_batch: usize,
+    /// Chunks extracted concurrently (bounds LLM calls in flight).
+    pub extraction_concurrency: usize,
+    /// Also embed each relation as a `Triplet_text` row (`TRIPLET_EMBEDDING`).
+    pub triplet_embedding: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { default_user_email: "default_user@example.com".into(), chunk_size: 512, raw_data_dir: None }
+        Self {
+            default_user_email: "default_user@example.com".into(),
+            chunk_size: 512,
+            raw_data_dir: None,
+            chunks_per_batch: 500,
+            extraction_concurrency: 8,
+            triplet_embedding: false,
+        }
     }
 }
 
@@ -44,6 +63,8 @@ pub struct Engine {
     pub(crate) vectors: Arc<dyn VectorStore>,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) llm: Option<Arc<dyn LlmClient>>,
+    pub(crate) extractor: Arc<dyn GraphExtractor>,
+    pub(crate) summarizer: Arc<dyn Summarizer>,
     pub(crate) retrievers: RetrieverRegistry,
 }
 
@@ -56,6 +77,8 @@ pub struct EngineBuilder {
     vectors: Arc<dyn VectorStore>,
     embedder: Arc<dyn Embedder>,
     llm: Option<Arc<dyn LlmClient>>,
+    extractor: Option<Arc<dyn GraphExtractor>>,
+    summarizer: Option<Arc<dyn Summarizer>>,
     retrievers: RetrieverRegistry,
 }
 
@@ -73,8 +96,22 @@ impl EngineBuilder {
             vectors,
             embedder,
             llm: None,
+            extractor: None,
+            summarizer: None,
             retrievers: RetrieverRegistry::with_builtins(),
         }
+    }
+
+    /// The graph extractor; by default the LLM one when an LLM is set, else the rule-based one.
+    pub fn extractor(mut self, extractor: Arc<dyn GraphExtractor>) -> Self {
+        self.extractor = Some(extractor);
+        self
+    }
+
+    /// The chunk summarizer; by default the LLM one when an LLM is set, else the extractive one.
+    pub fn summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = Some(summarizer);
+        self
     }
 
     pub fn config(mut self, config: EngineConfig) -> Self {
@@ -97,7 +134,19 @@ impl EngineBuilder {
         if self.config.chunk_size == 0 {
             return Err(RecallError::invalid_input("chunk_size must be positive"));
         }
+        let extractor: Arc<dyn GraphExtractor> = match (self.extractor, &self.llm) {
+            (Some(e), _) => e,
+            (None, Some(llm)) => Arc::new(extract::LlmGraphExtractor::new(llm.clone())),
+            (None, None) => Arc::new(extract::RuleBasedExtractor),
+        };
+        let summarizer: Arc<dyn Summarizer> = match (self.summarizer, &self.llm) {
+            (Some(s), _) => s,
+            (None, Some(llm)) => Arc::new(extract::LlmSummarizer::new(llm.clone())),
+            (None, None) => Arc::new(extract::ExtractiveSummarizer::default()),
+        };
         Ok(Engine {
+            extractor,
+            summarizer,
             config: self.config,
             relational: self.relational,
             graph: self.graph,
@@ -122,32 +171,6 @@ impl Engine {
             Some(user) => self.relational.datasets.readable_datasets(&user).await,
             None => Ok(Vec::new()),
         }
-    }
-
-    /// Deletes a dataset of the default user: its vectors, graph, data items,
-    /// pipeline runs and finally the dataset row (so an interrupted forget can
-    /// be repeated). Unknown names are `DatasetNotFoundError`.
-    pub async fn forget_dataset(&self, name: &str) -> Result<Dataset> {
-        let user = self
-            .relational
-            .users
-            .find_user(&self.config.default_user_email)
-            .await?
-            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![name.to_string()] })?;
-        let dataset = self
-            .relational
-            .datasets
-            .owned_datasets_by_name(&user, &[name.to_string()])
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![name.to_string()] })?;
-        self.vectors.delete_dataset(dataset.id).await?;
-        self.graph.delete_dataset(dataset.id).await?;
-        self.relational.data.delete_dataset_data(dataset.id).await?;
-        self.relational.runs.delete_dataset_runs(dataset.id).await?;
-        self.relational.datasets.delete_dataset(dataset.id).await?;
-        Ok(dataset)
     }
 
     /// The ports, for tools and tests that inspect what was written.

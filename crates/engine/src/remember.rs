@@ -7,18 +7,16 @@
 
 use std::path::{Path, PathBuf};
 
-use recall_core::model::collections::{DOCUMENT_CHUNK_TEXT, TEXT_DOCUMENT_NAME};
+use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::model::pipelines;
-use recall_core::ports::VectorRecord;
 use recall_core::{
-    ids, now_millis, DataItem, DataPointBase, DataStatus, Dataset, DatasetId, Document, DocumentChunk, Edge, Node,
-    PipelineRun, PipelineRunStatus, RecallError, Result, User,
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, PipelineRunStatus, RecallError, Result,
+    User,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::chunking::chunk_text;
 use crate::Engine;
 
 /// One thing to remember.
@@ -122,11 +120,6 @@ pub(crate) fn validate_dataset_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// First non-blank text, whitespace-collapsed and cut to 80 characters: an edge label.
-fn label(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect()
-}
-
 impl Engine {
     /// Stores the inputs in `dataset` and builds their chunks, graph and vectors.
     pub async fn remember(&self, dataset: &str, inputs: &[RememberInput]) -> Result<RememberOutcome> {
@@ -165,7 +158,8 @@ impl Engine {
         let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
 
         let items = self.add(&user, &dataset, &loaded).await?;
-        self.cognify(&dataset, items, &loaded, progress).await
+        let items = items.into_iter().zip(loaded.into_iter().map(|l| l.text)).collect();
+        self.cognify_stage(&dataset, items, progress).await
     }
 
     /// The `add` stage: raw data items, recorded as an `add_pipeline` run.
@@ -213,12 +207,13 @@ impl Engine {
         Ok(path.display().to_string())
     }
 
-    /// The graph-writing stage for items not yet completed.
-    async fn cognify(
+    /// The graph-writing stage (`cognify_pipeline` run) for the given items:
+    /// those not yet completed are processed in batches; completed ones are
+    /// counted as unchanged.
+    pub(crate) async fn cognify_stage(
         &self,
         dataset: &Dataset,
-        items: Vec<DataItem>,
-        loaded: &[LoadedInput],
+        items: Vec<(DataItem, String)>,
         progress: &dyn RememberProgress,
     ) -> Result<RememberOutcome> {
         let run_id = Uuid::new_v4();
@@ -233,17 +228,18 @@ impl Engine {
         };
         let result = async {
             let mut seen = std::collections::HashSet::new();
-            for (item, input) in items.iter().zip(loaded) {
+            let mut pending = Vec::new();
+            for (item, text) in items {
                 if item.status == DataStatus::Completed || !seen.insert(item.id) {
                     outcome.items_unchanged += 1;
                     progress.item_done(&item.name);
-                    continue;
+                } else {
+                    pending.push(crate::cognify::PendingItem { item, text });
                 }
-                outcome.chunks_written += self.cognify_item(dataset.id, item, &input.text).await?;
-                self.relational.data.set_data_status(dataset.id, item.id, DataStatus::Completed).await?;
-                outcome.items_added += 1;
-                progress.item_done(&item.name);
             }
+            let stats = self.cognify_pending(dataset, pending, progress).await?;
+            outcome.items_added = stats.items;
+            outcome.chunks_written = stats.chunks;
             Ok(())
         }
         .await;
@@ -252,93 +248,39 @@ impl Engine {
         result.map(|()| outcome)
     }
 
-    /// Chunks one item, writes its Document and DocumentChunk nodes and edges,
-    /// and its chunk vectors. Every write is an upsert by deterministic id, so
-    /// redoing it after a crash converges to the same state.
-    async fn cognify_item(&self, dataset: DatasetId, item: &DataItem, text: &str) -> Result<usize> {
-        let document = Document {
-            base: DataPointBase::new(item.id),
-            document_type: "TextDocument".into(),
-            name: item.name.clone(),
-            raw_data_location: item.raw_data_location.clone(),
-            mime_type: item.mime_type.clone(),
-            external_metadata: None,
-        };
-        let mut occurrences: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        let chunks: Vec<DocumentChunk> = chunk_text(text, self.config.chunk_size)
-            .into_iter()
-            .map(|c| {
-                let hash = ids::text_sha256(&c.text);
-                let n = occurrences.entry(hash.clone()).or_insert(0);
-                let id = ids::chunk_id(document.base.id, &hash, *n);
-                *n += 1;
-                DocumentChunk {
-                    base: DataPointBase::new(id),
-                    text: c.text,
-                    chunk_size: c.chunk_size,
-                    chunk_index: c.chunk_index,
-                    cut_type: c.cut_type,
-                    content_hash: hash,
-                    document_id: document.base.id,
-                    document_name: document.name.clone(),
-                }
-            })
-            .collect();
-
-        // Vectors first: embedding is the step most likely to fail, and the
-        // graph should not advertise chunks that cannot be searched.
-        let spec = self.embedder.spec();
-        self.vectors.ensure_collection(dataset, DOCUMENT_CHUNK_TEXT, &spec).await?;
-        self.vectors.ensure_collection(dataset, TEXT_DOCUMENT_NAME, &spec).await?;
-        for batch in chunks.chunks(self.embedder.batch_size().max(1)) {
-            let texts: Vec<String> = batch.iter().map(|c| c.text.clone()).collect();
-            let vectors = self.embedder.embed(&texts).await?;
-            if vectors.len() != batch.len() {
-                return Err(RecallError::Provider(format!(
-                    "embedder returned {} vectors for {} texts",
-                    vectors.len(),
-                    batch.len()
-                )));
-            }
-            let records = batch.iter().zip(vectors).map(|(c, v)| chunk_record(c, v)).collect();
-            self.vectors.upsert(dataset, DOCUMENT_CHUNK_TEXT, records).await?;
-        }
-        let doc_vector = self
-            .embedder
-            .embed(std::slice::from_ref(&document.name))
+    /// Re-runs cognify on a dataset: items not yet completed are processed
+    /// from their raw copies, and the derived indexes are refreshed. On
+    /// unchanged, completed data it changes nothing.
+    pub async fn cognify(&self, dataset_name: &str, progress: &dyn RememberProgress) -> Result<RememberOutcome> {
+        let user = self
+            .relational
+            .users
+            .find_user(&self.config.default_user_email)
             .await?
-            .pop()
-            .ok_or_else(|| RecallError::Provider("embedder returned no vector for the document name".into()))?;
-        let mut doc_payload = Map::new();
-        doc_payload.insert("id".into(), json!(document.base.id.to_string()));
-        doc_payload.insert("text".into(), json!(document.name));
-        doc_payload.insert("type".into(), json!(document.document_type));
-        self.vectors
-            .upsert(
-                dataset,
-                TEXT_DOCUMENT_NAME,
-                vec![VectorRecord {
-                    id: document.base.id,
-                    vector: doc_vector,
-                    payload: doc_payload,
-                    belongs_to_set: vec![],
-                }],
-            )
-            .await?;
-
-        let mut nodes = vec![Node::from_data_point(document.base.id, &document.document_type, &document)?];
-        let mut edges = Vec::with_capacity(chunks.len());
-        for chunk in &chunks {
-            nodes.push(Node::from_data_point(chunk.base.id, "DocumentChunk", chunk)?);
-            edges.push(Edge::new(chunk.base.id, "is_part_of", document.base.id).with_text(format!(
-                "{} is part of {}.",
-                label(&chunk.text),
-                label(&document.name)
-            )));
+            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![dataset_name.to_string()] })?;
+        let dataset = self
+            .relational
+            .datasets
+            .owned_datasets_by_name(&user, &[dataset_name.to_string()])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![dataset_name.to_string()] })?;
+        let mut items = Vec::new();
+        for item in self.relational.data.list_data(dataset.id).await? {
+            let text = if item.status == DataStatus::Completed {
+                String::new()
+            } else {
+                std::fs::read_to_string(&item.raw_data_location).map_err(|e| {
+                    RecallError::NotFound(format!(
+                        "Raw data of '{}' is missing at {}: {e}. Remember it again.",
+                        item.name, item.raw_data_location
+                    ))
+                })?
+            };
+            items.push((item, text));
         }
-        self.graph.upsert_nodes(dataset, &nodes).await?;
-        self.graph.upsert_edges(dataset, &edges).await?;
-        Ok(chunks.len())
+        self.cognify_stage(&dataset, items, progress).await
     }
 
     async fn record_run(
@@ -381,21 +323,6 @@ impl Engine {
     }
 }
 
-fn chunk_record(chunk: &DocumentChunk, vector: Vec<f32>) -> VectorRecord {
-    let mut payload = Map::new();
-    payload.insert("id".into(), json!(chunk.base.id.to_string()));
-    payload.insert("text".into(), json!(chunk.text));
-    payload.insert("document_id".into(), json!(chunk.document_id.to_string()));
-    payload.insert("document_name".into(), json!(chunk.document_name));
-    payload.insert("chunk_index".into(), json!(chunk.chunk_index));
-    payload.insert("chunk_size".into(), json!(chunk.chunk_size));
-    payload.insert("cut_type".into(), json!(chunk.cut_type.as_str()));
-    payload.insert("importance_weight".into(), json!(chunk.base.importance_weight));
-    payload.insert("belongs_to_set".into(), json!(chunk.base.belongs_to_set));
-    payload.insert("type".into(), json!("DocumentChunk"));
-    VectorRecord { id: chunk.base.id, vector, payload, belongs_to_set: chunk.base.belongs_to_set.clone() }
-}
-
 /// Removes what looks like secrets or personal data from an error message
 /// before it is stored: e-mail addresses, bearer tokens and API keys.
 pub(crate) fn scrub(message: &str) -> String {
@@ -433,11 +360,5 @@ mod tests {
         let err = load(&RememberInput::File(PathBuf::from("/nonexistent/notes.md"))).err();
         assert!(matches!(err, Some(RecallError::NotFound(_))), "{err:?}");
         assert!(load(&RememberInput::text("   ")).is_err());
-    }
-
-    #[test]
-    fn labels_collapse_whitespace_and_cut_at_80() {
-        assert_eq!(label("a  b\n c"), "a b c");
-        assert_eq!(label(&"x".repeat(100)).len(), 80);
     }
 }

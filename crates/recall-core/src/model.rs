@@ -345,4 +345,96 @@ pub mod pipelines {
 pub mod collections {
     pub const DOCUMENT_CHUNK_TEXT: &str = "DocumentChunk_text";
     pub const TEXT_DOCUMENT_NAME: &str = "TextDocument_name";
+    pub const ENTITY_NAME: &str = "Entity_name";
+    pub const ENTITY_TYPE_NAME: &str = "EntityType_name";
+    pub const TEXT_SUMMARY_TEXT: &str = "TextSummary_text";
+    pub const EDGE_TYPE_RELATIONSHIP_NAME: &str = "EdgeType_relationship_name";
+    pub const TRIPLET_TEXT: &str = "Triplet_text";
+    pub const GLOBAL_CONTEXT_SUMMARY_TEXT: &str = "GlobalContextSummary_text";
+    /// The routing collection shared by every dataset (seed 003): a mirror of
+    /// the global context index rows, keyed by ids derivable from relational
+    /// metadata (dataset id for the root, data ids for buckets).
+    pub const DATASET_ROUTING: &str = "DatasetRouting_text";
+
+    /// Every collection cognify may write.
+    pub const ALL: &[&str] = &[
+        DOCUMENT_CHUNK_TEXT,
+        TEXT_DOCUMENT_NAME,
+        ENTITY_NAME,
+        ENTITY_TYPE_NAME,
+        TEXT_SUMMARY_TEXT,
+        EDGE_TYPE_RELATIONSHIP_NAME,
+        TRIPLET_TEXT,
+        GLOBAL_CONTEXT_SUMMARY_TEXT,
+        DATASET_ROUTING,
+    ];
+}
+
+/// Node type names written by cognify.
+pub mod node_types {
+    pub const TEXT_DOCUMENT: &str = "TextDocument";
+    pub const DOCUMENT_CHUNK: &str = "DocumentChunk";
+    pub const ENTITY: &str = "Entity";
+    pub const ENTITY_TYPE: &str = "EntityType";
+    pub const TEXT_SUMMARY: &str = "TextSummary";
+    pub const GLOBAL_CONTEXT_SUMMARY: &str = "GlobalContextSummary";
+}
+
+/// What an extractor found in one chunk (Cognee's `KnowledgeGraph`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KnowledgeGraph {
+    #[serde(default)]
+    pub nodes: Vec<KgNode>,
+    #[serde(default)]
+    pub edges: Vec<KgEdge>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KgNode {
+    /// Extractor-local id, referenced by edges.
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub node_type: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KgEdge {
+    pub source_node_id: String,
+    pub target_node_id: String,
+    pub relationship_name: String,
+    /// A one-sentence description of the fact; becomes the edge text.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl KnowledgeGraph {
+    /// The JSON schema extractors are asked to follow.
+    pub fn json_schema() -> Value {
+        serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["nodes", "edges"],
+            "properties": {
+                "nodes": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": false,
+                    "required": ["id", "name", "type", "description"],
+                    "properties": {
+                        "id": {"type": "string"}, "name": {"type": "string"},
+                        "type": {"type": "string"}, "description": {"type": "string"}
+                    }
+                }},
+                "edges": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": false,
+                    "required": ["source_node_id", "target_node_id", "relationship_name", "description"],
+                    "properties": {
+                        "source_node_id": {"type": "string"}, "target_node_id": {"type": "string"},
+                        "relationship_name": {"type": "string"}, "description": {"type": "string"}
+                    }
+                }}
+            }
+        })
+    }
 }

@@ -16,6 +16,9 @@ use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, R
 // Graph
 // ---------------------------------------------------------------------------
 
+/// Identifies an edge: (source, relationship_name, target).
+pub type EdgeKey = (Uuid, String, Uuid);
+
 /// A property graph of typed nodes and named edges, partitioned by dataset.
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
@@ -36,6 +39,15 @@ pub trait GraphStore: Send + Sync {
     /// The nodes within `depth` hops of the seeds (either direction) and every
     /// edge between them. `depth` 1 is Cognee's 1-hop projection.
     async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph>;
+
+    /// Every node and edge of one dataset (for exports, indexes and forget).
+    async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph>;
+
+    /// The nodes of one type.
+    async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>>;
+
+    /// Deletes edges by (source, relationship_name, target); unknown keys are skipped.
+    async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()>;
 
     /// Node and edge counts of one dataset.
     async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)>;
@@ -196,6 +208,9 @@ pub trait DataStore: Send + Sync {
 
     async fn count_data(&self, dataset: DatasetId) -> Result<u64>;
 
+    /// Deletes one item.
+    async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()>;
+
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()>;
 }
 
@@ -298,6 +313,24 @@ impl ChatRequest {
             max_tokens: None,
         }
     }
+}
+
+/// Finds entities and relations in a chunk of text.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait GraphExtractor: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    async fn extract(&self, text: &str) -> Result<crate::KnowledgeGraph>;
+}
+
+/// Writes a short summary of a chunk.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    async fn summarize(&self, text: &str) -> Result<String>;
 }
 
 /// A chat-completion model.

@@ -1,0 +1,641 @@
+//! The cognify stage: chunks → extracted entities and relations → the graph
+//! of spec/data-model.md §2–3 and its vector collections, in batches.
+//!
+//! Every id is deterministic (Cognee's uuid5 formulas) and every write an
+//! upsert, so a failed batch can be retried without duplicates. A batch
+//! writes vectors first and graph second; if it fails, the chunk-level rows
+//! it wrote (chunks, summaries, documents) are removed again, so a failed run
+//! leaves no searchable chunk behind.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use futures::{stream, StreamExt, TryStreamExt};
+use recall_core::model::collections::{
+    DOCUMENT_CHUNK_TEXT, EDGE_TYPE_RELATIONSHIP_NAME, ENTITY_NAME, ENTITY_TYPE_NAME, TEXT_DOCUMENT_NAME,
+    TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
+};
+use recall_core::model::node_types;
+use recall_core::ports::VectorRecord;
+use recall_core::{
+    ids, normalise_entity_name, DataItem, DataPointBase, Dataset, DatasetId, Document, DocumentChunk, Edge,
+    KnowledgeGraph, Node, RecallError, Result, Subgraph, TextSummary,
+};
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use crate::chunking::chunk_text;
+use crate::remember::RememberProgress;
+use crate::Engine;
+
+/// A row to embed: id, embedded text, payload, node-set tags.
+pub(crate) type EmbedRow = (Uuid, String, Map<String, Value>, Vec<String>);
+
+/// An item to cognify and its text.
+pub(crate) struct PendingItem {
+    pub item: DataItem,
+    pub text: String,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CognifyStats {
+    pub items: usize,
+    pub chunks: usize,
+}
+
+/// Relationship names of the structural edges (everything else is an extracted relation).
+pub(crate) const STRUCTURAL_EDGES: &[&str] = &["is_part_of", "contains", "is_a", "made_from", "summarized_in"];
+
+/// Longest merged entity description.
+const MAX_DESCRIPTION: usize = 1000;
+
+/// A label for edge texts: whitespace-collapsed, at most 80 characters.
+pub(crate) fn label(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect()
+}
+
+/// The default edge text: "<source label> <relationship with spaces> <target label>."
+pub(crate) fn default_edge_text(source: &str, relationship: &str, target: &str) -> String {
+    let rel = if relationship.trim().is_empty() { "related to".to_string() } else { relationship.replace('_', " ") };
+    format!("{} {} {}.", label(source), rel, label(target))
+}
+
+/// `relationship_name` normalisation: lower case, spaces → `_`, apostrophes removed.
+fn normalise_relationship(name: &str) -> String {
+    ids::norm(name.trim())
+}
+
+pub(crate) fn prop_str<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.properties.get(key).and_then(Value::as_str)
+}
+
+/// Document ids that assert a relation edge.
+pub(crate) fn edge_document_ids(edge: &Edge) -> BTreeSet<String> {
+    edge.properties
+        .get("document_ids")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn merge_description(existing: &str, new: &str) -> String {
+    let (existing, new) = (existing.trim(), new.trim());
+    if new.is_empty() || existing.contains(new) {
+        return existing.to_string();
+    }
+    if existing.is_empty() {
+        return new.to_string();
+    }
+    let merged = format!("{existing} {new}");
+    if merged.chars().count() > MAX_DESCRIPTION {
+        existing.to_string()
+    } else {
+        merged
+    }
+}
+
+struct EntityAcc {
+    name: String,
+    description: String,
+    type_id: Uuid,
+    type_name: String,
+    belongs_to_set: Vec<String>,
+}
+
+/// Everything one batch writes.
+#[derive(Default)]
+struct BatchGraph {
+    documents: Vec<Document>,
+    chunks: Vec<DocumentChunk>,
+    summaries: Vec<TextSummary>,
+    entities: BTreeMap<Uuid, EntityAcc>,
+    types: BTreeMap<Uuid, String>,
+    /// Structural edges, by key.
+    edges: BTreeMap<(Uuid, String, Uuid), Edge>,
+    /// Extracted relations, by key, with the documents asserting them.
+    relations: BTreeMap<(Uuid, String, Uuid), (Edge, BTreeSet<String>)>,
+}
+
+impl BatchGraph {
+    fn add_edge(&mut self, edge: Edge) {
+        let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
+        self.edges.entry(key).or_insert(edge);
+    }
+
+    /// Adds one chunk's extraction (data-model.md §3).
+    fn add_extraction(&mut self, chunk: &DocumentChunk, kg: &KnowledgeGraph) {
+        let mut local: HashMap<&str, Uuid> = HashMap::new();
+        // Same-name nodes within one chunk that differ in type get their own ids.
+        let mut seen_in_chunk: HashMap<String, String> = HashMap::new();
+        for (ordinal, node) in kg.nodes.iter().enumerate() {
+            let name = normalise_entity_name(&node.name);
+            if name.is_empty() {
+                continue;
+            }
+            let type_name = {
+                let t = normalise_entity_name(&node.node_type);
+                if t.is_empty() {
+                    "entity".to_string()
+                } else {
+                    t
+                }
+            };
+            let id = match seen_in_chunk.get(&name) {
+                Some(t) if *t != type_name => {
+                    ids::id_for("Entity", &[&name, &chunk.base.id.to_string(), &ordinal.to_string()])
+                }
+                _ => ids::id_for("Entity", &[&name]),
+            };
+            seen_in_chunk.entry(name.clone()).or_insert_with(|| type_name.clone());
+            local.insert(node.id.as_str(), id);
+            let type_id = ids::id_for("EntityType", &[&type_name]);
+            self.types.insert(type_id, type_name.clone());
+            let acc = self.entities.entry(id).or_insert_with(|| EntityAcc {
+                name: name.clone(),
+                description: String::new(),
+                type_id,
+                type_name: type_name.clone(),
+                belongs_to_set: chunk.base.belongs_to_set.clone(),
+            });
+            acc.description = merge_description(&acc.description, &node.description);
+            let description = node.description.trim();
+            let contains_text = if description.is_empty() {
+                default_edge_text(&chunk.text, "contains", &name)
+            } else {
+                format!("Document chunk mentions {name}: {description}")
+            };
+            self.add_edge(Edge::new(chunk.base.id, "contains", id).with_text(contains_text));
+        }
+        for edge in &kg.edges {
+            let (Some(&source), Some(&target)) =
+                (local.get(edge.source_node_id.as_str()), local.get(edge.target_node_id.as_str()))
+            else {
+                continue;
+            };
+            let rel = normalise_relationship(&edge.relationship_name);
+            if source == target || rel.is_empty() {
+                continue;
+            }
+            let text = match edge.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+                Some(d) => d.to_string(),
+                None => {
+                    let name = |id: &Uuid| self.entities.get(id).map(|e| e.name.clone()).unwrap_or_default();
+                    default_edge_text(&name(&source), &rel, &name(&target))
+                }
+            };
+            let entry = self
+                .relations
+                .entry((source, rel.clone(), target))
+                .or_insert_with(|| (Edge::new(source, &rel, target).with_text(text), BTreeSet::new()));
+            entry.1.insert(chunk.document_id.to_string());
+        }
+    }
+}
+
+impl Engine {
+    /// Cognifies pending items in batches of about `chunks_per_batch` chunks,
+    /// marking each batch's items completed once all its writes succeed, then
+    /// refreshes the dataset's derived indexes.
+    pub(crate) async fn cognify_pending(
+        &self,
+        dataset: &Dataset,
+        pending: Vec<PendingItem>,
+        progress: &dyn RememberProgress,
+    ) -> Result<CognifyStats> {
+        let mut stats = CognifyStats::default();
+        let mut touched_edge_texts = BTreeSet::new();
+        let mut batch: Vec<(PendingItem, Vec<crate::chunking::TextChunk>)> = Vec::new();
+        let mut batch_chunks = 0;
+        let budget = self.config.chunks_per_batch.max(1);
+        let mut pending = pending.into_iter().peekable();
+        while let Some(item) = pending.next() {
+            let chunks = chunk_text(&item.text, self.config.chunk_size);
+            batch_chunks += chunks.len();
+            batch.push((item, chunks));
+            if batch_chunks >= budget || pending.peek().is_none() {
+                let items: Vec<_> = std::mem::take(&mut batch);
+                batch_chunks = 0;
+                let written = self.write_batch(dataset.id, &items, &mut touched_edge_texts).await?;
+                for (p, _) in &items {
+                    self.relational
+                        .data
+                        .set_data_status(dataset.id, p.item.id, recall_core::DataStatus::Completed)
+                        .await?;
+                    progress.item_done(&p.item.name);
+                }
+                stats.items += items.len();
+                stats.chunks += written;
+            }
+        }
+        self.refresh_derived_indexes(dataset, &touched_edge_texts).await?;
+        Ok(stats)
+    }
+
+    /// Writes one batch; on failure removes the chunk-level rows it may have written.
+    async fn write_batch(
+        &self,
+        dataset: DatasetId,
+        items: &[(PendingItem, Vec<crate::chunking::TextChunk>)],
+        touched_edge_texts: &mut BTreeSet<String>,
+    ) -> Result<usize> {
+        let mut graph = BatchGraph::default();
+        for (pending, chunks) in items {
+            let item = &pending.item;
+            let document = Document {
+                base: DataPointBase::new(item.id),
+                document_type: node_types::TEXT_DOCUMENT.into(),
+                name: item.name.clone(),
+                raw_data_location: item.raw_data_location.clone(),
+                mime_type: item.mime_type.clone(),
+                external_metadata: None,
+            };
+            let mut occurrences: HashMap<String, usize> = HashMap::new();
+            for c in chunks {
+                let hash = ids::text_sha256(&c.text);
+                let n = occurrences.entry(hash.clone()).or_insert(0);
+                let id = ids::chunk_id(document.base.id, &hash, *n);
+                *n += 1;
+                graph.chunks.push(DocumentChunk {
+                    base: DataPointBase::new(id),
+                    text: c.text.clone(),
+                    chunk_size: c.chunk_size,
+                    chunk_index: c.chunk_index,
+                    cut_type: c.cut_type,
+                    content_hash: hash,
+                    document_id: document.base.id,
+                    document_name: document.name.clone(),
+                });
+            }
+            graph.documents.push(document);
+        }
+        let result = self.write_batch_inner(dataset, &mut graph, touched_edge_texts).await;
+        if result.is_err() {
+            self.remove_chunk_level_rows(dataset, &graph).await;
+        }
+        result
+    }
+
+    async fn write_batch_inner(
+        &self,
+        dataset: DatasetId,
+        graph: &mut BatchGraph,
+        touched_edge_texts: &mut BTreeSet<String>,
+    ) -> Result<usize> {
+        // Extraction and summaries: bounded parallelism across chunks.
+        let concurrency = self.config.extraction_concurrency.max(1);
+        let extractor = self.extractor.clone();
+        let summarizer = self.summarizer.clone();
+        let results: Vec<(KnowledgeGraph, String)> = stream::iter(graph.chunks.iter().map(|c| c.text.clone()))
+            .map(|text| {
+                let extractor = extractor.clone();
+                let summarizer = summarizer.clone();
+                async move {
+                    let (kg, summary) = futures::try_join!(extractor.extract(&text), summarizer.summarize(&text))?;
+                    Ok::<_, RecallError>((kg, summary))
+                }
+            })
+            .buffered(concurrency)
+            .try_collect()
+            .await?;
+
+        let chunks = std::mem::take(&mut graph.chunks);
+        for (chunk, (kg, summary)) in chunks.iter().zip(&results) {
+            graph.add_extraction(chunk, kg);
+            if !summary.trim().is_empty() {
+                let s = TextSummary::new(chunk.base.id, summary.trim().to_string());
+                graph.add_edge(Edge::new(s.base.id, "made_from", chunk.base.id).with_text(default_edge_text(
+                    &s.text,
+                    "made_from",
+                    &chunk.text,
+                )));
+                graph.summaries.push(s);
+            }
+        }
+        let doc_names: HashMap<Uuid, String> = graph.documents.iter().map(|d| (d.base.id, d.name.clone())).collect();
+        for chunk in &chunks {
+            if let Some(name) = doc_names.get(&chunk.document_id) {
+                graph.add_edge(Edge::new(chunk.base.id, "is_part_of", chunk.document_id).with_text(default_edge_text(
+                    &chunk.text,
+                    "is_part_of",
+                    name,
+                )));
+            }
+        }
+        graph.chunks = chunks;
+
+        // Merge with what the dataset already holds: descriptions, first-seen
+        // types, and the documents asserting each relation.
+        let entity_ids: Vec<Uuid> = graph.entities.keys().copied().collect();
+        let existing: HashMap<Uuid, Node> =
+            self.graph.get_nodes(dataset, &entity_ids).await?.into_iter().map(|n| (n.id, n)).collect();
+        for (id, acc) in graph.entities.iter_mut() {
+            if let Some(node) = existing.get(id) {
+                acc.description = merge_description(prop_str(node, "description").unwrap_or(""), &acc.description);
+                if let (Some(t), Some(tn)) = (prop_str(node, "entity_type"), prop_str(node, "type_name")) {
+                    if let Ok(t) = Uuid::parse_str(t) {
+                        acc.type_id = t;
+                        acc.type_name = tn.to_string();
+                    }
+                }
+            }
+        }
+        for acc in graph.entities.values() {
+            graph.types.insert(acc.type_id, acc.type_name.clone());
+        }
+        let entity_type_edges: Vec<Edge> = graph
+            .entities
+            .iter()
+            .map(|(id, acc)| {
+                Edge::new(*id, "is_a", acc.type_id).with_text(default_edge_text(&acc.name, "is_a", &acc.type_name))
+            })
+            .collect();
+        for e in entity_type_edges {
+            graph.add_edge(e);
+        }
+        let existing_relations = self.graph.neighborhood(dataset, &entity_ids, 0).await?.edges;
+        for edge in existing_relations {
+            let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
+            if let Some((new_edge, docs)) = graph.relations.get_mut(&key) {
+                docs.extend(edge_document_ids(&edge));
+                // The first description of a fact wins.
+                new_edge.edge_text = edge.edge_text.clone();
+            }
+        }
+
+        // Vectors first.
+        let spec = self.embedder.spec();
+        let chunk_rows: Vec<EmbedRow> = graph
+            .chunks
+            .iter()
+            .map(|c| (c.base.id, c.text.clone(), chunk_payload(c), c.base.belongs_to_set.clone()))
+            .collect();
+        let doc_rows = graph
+            .documents
+            .iter()
+            .map(|d| {
+                (d.base.id, d.name.clone(), payload(d.base.id, &d.name, &[("type", json!(d.document_type))]), vec![])
+            })
+            .collect();
+        let entity_rows = graph
+            .entities
+            .iter()
+            .map(|(id, e)| {
+                let extra = [("name", json!(e.name)), ("description", json!(e.description)), ("type", json!("Entity"))];
+                (*id, e.name.clone(), payload(*id, &e.name, &extra), e.belongs_to_set.clone())
+            })
+            .collect();
+        let type_rows = graph
+            .types
+            .iter()
+            .map(|(id, name)| (*id, name.clone(), payload(*id, name, &[("type", json!("EntityType"))]), vec![]))
+            .collect();
+        let chunk_by_id: HashMap<Uuid, &DocumentChunk> = graph.chunks.iter().map(|c| (c.base.id, c)).collect();
+        let summary_rows = graph
+            .summaries
+            .iter()
+            .map(|s| {
+                let mut extra =
+                    vec![("source_chunk_id", json!(s.source_chunk_id.to_string())), ("type", json!("TextSummary"))];
+                if let Some(c) = chunk_by_id.get(&s.source_chunk_id) {
+                    extra.push(("document_id", json!(c.document_id.to_string())));
+                    extra.push(("document_name", json!(c.document_name)));
+                    extra.push(("chunk_index", json!(c.chunk_index)));
+                }
+                (s.base.id, s.text.clone(), payload(s.base.id, &s.text, &extra), vec![])
+            })
+            .collect();
+        self.embed_and_upsert(dataset, DOCUMENT_CHUNK_TEXT, &spec, chunk_rows).await?;
+        self.embed_and_upsert(dataset, TEXT_DOCUMENT_NAME, &spec, doc_rows).await?;
+        self.embed_and_upsert(dataset, ENTITY_NAME, &spec, entity_rows).await?;
+        self.embed_and_upsert(dataset, ENTITY_TYPE_NAME, &spec, type_rows).await?;
+        self.embed_and_upsert(dataset, TEXT_SUMMARY_TEXT, &spec, summary_rows).await?;
+        if self.config.triplet_embedding {
+            let triplet_rows = graph
+                .relations
+                .values()
+                .map(|(e, _)| {
+                    let name = |id: &Uuid| graph.entities.get(id).map(|x| x.name.clone()).unwrap_or_default();
+                    let text = format!(
+                        "{} -> {} -> {}",
+                        name(&e.source_node_id),
+                        e.relationship_name,
+                        name(&e.target_node_id)
+                    );
+                    let id = ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id);
+                    let extra = [
+                        ("from_node_id", json!(e.source_node_id.to_string())),
+                        ("to_node_id", json!(e.target_node_id.to_string())),
+                        ("relationship_name", json!(e.relationship_name)),
+                        ("type", json!("Triplet")),
+                    ];
+                    (id, text.clone(), payload(id, &text, &extra), vec![])
+                })
+                .collect();
+            self.embed_and_upsert(dataset, TRIPLET_TEXT, &spec, triplet_rows).await?;
+        }
+
+        // Then the graph.
+        let mut nodes = Vec::new();
+        for d in &graph.documents {
+            nodes.push(Node::from_data_point(d.base.id, &d.document_type, d)?);
+        }
+        for c in &graph.chunks {
+            nodes.push(Node::from_data_point(c.base.id, node_types::DOCUMENT_CHUNK, c)?);
+        }
+        for s in &graph.summaries {
+            nodes.push(Node::from_data_point(s.base.id, node_types::TEXT_SUMMARY, s)?);
+        }
+        for (id, name) in &graph.types {
+            let t = recall_core::EntityType {
+                base: DataPointBase::new(*id),
+                name: name.clone(),
+                description: name.clone(),
+            };
+            nodes.push(Node::from_data_point(*id, node_types::ENTITY_TYPE, &t)?);
+        }
+        for (id, e) in &graph.entities {
+            let mut base = DataPointBase::new(*id);
+            base.belongs_to_set = e.belongs_to_set.clone();
+            let entity = recall_core::Entity {
+                base,
+                name: e.name.clone(),
+                description: e.description.clone(),
+                entity_type: e.type_id,
+            };
+            let mut node = Node::from_data_point(*id, node_types::ENTITY, &entity)?;
+            node.properties.insert("type_name".into(), json!(e.type_name));
+            nodes.push(node);
+        }
+        self.graph.upsert_nodes(dataset, &nodes).await?;
+        let mut edges: Vec<Edge> = graph.edges.values().cloned().collect();
+        for (edge, docs) in graph.relations.values() {
+            let mut e = edge.clone();
+            e.properties.insert("document_ids".into(), json!(docs.iter().collect::<Vec<_>>()));
+            edges.push(e);
+        }
+        touched_edge_texts.extend(edges.iter().filter_map(|e| e.edge_text.clone()));
+        self.graph.upsert_edges(dataset, &edges).await?;
+        Ok(graph.chunks.len())
+    }
+
+    /// Embeds `rows` (id, text, payload, tags) in batches and upserts them.
+    pub(crate) async fn embed_and_upsert(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        spec: &recall_core::ports::EmbeddingSpec,
+        rows: Vec<EmbedRow>,
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.vectors.ensure_collection(dataset, collection, spec).await?;
+        let records = self.embed_rows(rows).await?;
+        self.vectors.upsert(dataset, collection, records).await
+    }
+
+    /// Embeds `rows` in batches of the embedder's size.
+    pub(crate) async fn embed_rows(&self, rows: Vec<EmbedRow>) -> Result<Vec<VectorRecord>> {
+        let mut records = Vec::with_capacity(rows.len());
+        for batch in rows.chunks(self.embedder.batch_size().max(1)) {
+            let texts: Vec<String> = batch.iter().map(|r| r.1.clone()).collect();
+            let vectors = self.embedder.embed(&texts).await?;
+            if vectors.len() != batch.len() {
+                return Err(RecallError::Provider(format!(
+                    "embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            for ((id, _, payload, tags), vector) in batch.iter().cloned().zip(vectors) {
+                records.push(VectorRecord { id, vector, payload, belongs_to_set: tags });
+            }
+        }
+        Ok(records)
+    }
+
+    /// Best-effort removal of a failed batch's chunks, summaries and documents.
+    async fn remove_chunk_level_rows(&self, dataset: DatasetId, graph: &BatchGraph) {
+        let chunk_ids: Vec<Uuid> = graph.chunks.iter().map(|c| c.base.id).collect();
+        let summary_ids: Vec<Uuid> = chunk_ids.iter().map(|id| Uuid::new_v5(id, b"TextSummary")).collect();
+        let doc_ids: Vec<Uuid> = graph.documents.iter().map(|d| d.base.id).collect();
+        let mut all: Vec<Uuid> = chunk_ids.clone();
+        all.extend(&summary_ids);
+        all.extend(&doc_ids);
+        for (collection, ids) in
+            [(DOCUMENT_CHUNK_TEXT, &chunk_ids), (TEXT_SUMMARY_TEXT, &summary_ids), (TEXT_DOCUMENT_NAME, &doc_ids)]
+        {
+            if let Err(e) = self.vectors.delete(dataset, collection, ids).await {
+                tracing::warn!(error = %e, collection, "could not remove rows of a failed batch");
+            }
+        }
+        if let Err(e) = self.graph.delete_nodes(dataset, &all).await {
+            tracing::warn!(error = %e, "could not remove nodes of a failed batch");
+        }
+    }
+
+    /// Recounts EdgeType rows for the given edge texts from the whole graph
+    /// (one row per distinct edge text, `number_of_edges` its multiplicity;
+    /// rows whose text no longer occurs are deleted), then rebuilds the
+    /// global context index.
+    pub(crate) async fn refresh_derived_indexes(&self, dataset: &Dataset, touched: &BTreeSet<String>) -> Result<()> {
+        let graph = self.graph.get_graph(dataset.id).await?;
+        self.refresh_edge_types(dataset.id, &graph, touched).await?;
+        self.rebuild_global_context_index(dataset, &graph).await
+    }
+
+    async fn refresh_edge_types(&self, dataset: DatasetId, graph: &Subgraph, touched: &BTreeSet<String>) -> Result<()> {
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for e in &graph.edges {
+            if let Some(t) = e.edge_text.as_deref() {
+                *counts.entry(t).or_default() += 1;
+            }
+        }
+        let mut rows = Vec::new();
+        let mut gone = Vec::new();
+        for text in touched {
+            let id = ids::id_for("EdgeType", &[text]);
+            match counts.get(text.as_str()) {
+                Some(n) => rows.push((
+                    id,
+                    text.clone(),
+                    payload(
+                        id,
+                        text,
+                        &[
+                            ("relationship_name", json!(text)),
+                            ("number_of_edges", json!(n)),
+                            ("type", json!("EdgeType")),
+                        ],
+                    ),
+                    vec![],
+                )),
+                None => gone.push(id),
+            }
+        }
+        self.embed_and_upsert(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &self.embedder.spec(), rows).await?;
+        if !gone.is_empty() {
+            self.vectors.delete(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &gone).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A vector payload: id, text, and extra fields.
+pub(crate) fn payload(id: Uuid, text: &str, extra: &[(&str, Value)]) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("id".into(), json!(id.to_string()));
+    p.insert("text".into(), json!(text));
+    for (k, v) in extra {
+        p.insert((*k).to_string(), v.clone());
+    }
+    p
+}
+
+fn chunk_payload(chunk: &DocumentChunk) -> Map<String, Value> {
+    payload(
+        chunk.base.id,
+        &chunk.text,
+        &[
+            ("document_id", json!(chunk.document_id.to_string())),
+            ("document_name", json!(chunk.document_name)),
+            ("chunk_index", json!(chunk.chunk_index)),
+            ("chunk_size", json!(chunk.chunk_size)),
+            ("cut_type", json!(chunk.cut_type.as_str())),
+            ("importance_weight", json!(chunk.base.importance_weight)),
+            ("belongs_to_set", json!(chunk.base.belongs_to_set)),
+            ("type", json!("DocumentChunk")),
+        ],
+    )
+}
+
+/// Whether an edge is an extracted relation (not structural).
+pub(crate) fn is_relation(edge: &Edge) -> bool {
+    !STRUCTURAL_EDGES.contains(&edge.relationship_name.as_str())
+}
+
+/// Node ids of a type within a subgraph.
+pub(crate) fn ids_of_type(graph: &Subgraph, node_type: &str) -> HashSet<Uuid> {
+    graph.nodes.iter().filter(|n| n.node_type == node_type).map(|n| n.id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_merge_without_repeats() {
+        assert_eq!(merge_description("", "A."), "A.");
+        assert_eq!(merge_description("A.", "A."), "A.");
+        assert_eq!(merge_description("A.", "B."), "A. B.");
+        assert_eq!(merge_description("A. B.", "B."), "A. B.");
+    }
+
+    #[test]
+    fn default_edge_texts() {
+        assert_eq!(default_edge_text("alice", "is_a", "person"), "alice is a person.");
+        assert_eq!(default_edge_text("a  b", "", "c"), "a b related to c.");
+    }
+}

@@ -1,0 +1,190 @@
+//! `forget`: delete a document or a whole dataset, with everything derived
+//! from it, so nothing deleted can come back in a later recall.
+
+use std::collections::{BTreeSet, HashSet};
+
+use recall_core::model::collections::{
+    DOCUMENT_CHUNK_TEXT, ENTITY_NAME, ENTITY_TYPE_NAME, TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
+};
+use recall_core::model::node_types;
+use recall_core::ports::EdgeKey;
+use recall_core::{ids, DataItem, Dataset, Edge, RecallError, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::cognify::{edge_document_ids, ids_of_type, is_relation, prop_str};
+use crate::Engine;
+
+/// What a forget removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForgetOutcome {
+    pub dataset_name: String,
+    pub document_name: Option<String>,
+    pub nodes_deleted: usize,
+    pub edges_deleted: usize,
+}
+
+impl Engine {
+    async fn owned_dataset(&self, name: &str) -> Result<Dataset> {
+        let missing = || RecallError::DatasetNotFound { missing: vec![name.to_string()] };
+        let user = self.relational.users.find_user(&self.config.default_user_email).await?.ok_or_else(missing)?;
+        self.relational
+            .datasets
+            .owned_datasets_by_name(&user, &[name.to_string()])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(missing)
+    }
+
+    /// Deletes a dataset of the default user: its vectors (every collection,
+    /// routing rows included), graph, data items, pipeline runs and finally the
+    /// dataset row, so an interrupted forget can simply be repeated.
+    pub async fn forget_dataset(&self, name: &str) -> Result<Dataset> {
+        let dataset = self.owned_dataset(name).await?;
+        self.vectors.delete_dataset(dataset.id).await?;
+        self.graph.delete_dataset(dataset.id).await?;
+        self.relational.data.delete_dataset_data(dataset.id).await?;
+        self.relational.runs.delete_dataset_runs(dataset.id).await?;
+        self.relational.datasets.delete_dataset(dataset.id).await?;
+        Ok(dataset)
+    }
+
+    /// Deletes one document (by name or data id) from a dataset: its document,
+    /// chunk and summary nodes and vectors; entities and types that no other
+    /// document supports; relations only it asserted; then refreshes the
+    /// EdgeType counts and the global context index (its bucket goes, the root
+    /// is rewritten at once), and finally the data item.
+    pub async fn forget_document(&self, dataset_name: &str, document: &str) -> Result<ForgetOutcome> {
+        let dataset = self.owned_dataset(dataset_name).await?;
+        let item = self.find_item(&dataset, document).await?;
+        let graph = self.graph.get_graph(dataset.id).await?;
+        let doc_key = item.id.to_string();
+
+        let chunks: HashSet<Uuid> = graph
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == node_types::DOCUMENT_CHUNK && prop_str(n, "document_id") == Some(&doc_key))
+            .map(|n| n.id)
+            .collect();
+        let summaries: HashSet<Uuid> = graph
+            .nodes
+            .iter()
+            .filter(|n| n.node_type == node_types::TEXT_SUMMARY)
+            .filter(|n| {
+                prop_str(n, "source_chunk_id")
+                    .and_then(|c| Uuid::parse_str(c).ok())
+                    .is_some_and(|c| chunks.contains(&c))
+            })
+            .map(|n| n.id)
+            .collect();
+
+        // Entities mentioned by this document, and those still mentioned elsewhere.
+        let entity_ids = ids_of_type(&graph, node_types::ENTITY);
+        let mut mentioned = HashSet::new();
+        let mut still_supported = HashSet::new();
+        for e in
+            graph.edges.iter().filter(|e| e.relationship_name == "contains" && entity_ids.contains(&e.target_node_id))
+        {
+            if chunks.contains(&e.source_node_id) {
+                mentioned.insert(e.target_node_id);
+            } else {
+                still_supported.insert(e.target_node_id);
+            }
+        }
+        let doomed_entities: HashSet<Uuid> = mentioned.difference(&still_supported).copied().collect();
+        let type_ids = ids_of_type(&graph, node_types::ENTITY_TYPE);
+        let surviving_types: HashSet<Uuid> = graph
+            .edges
+            .iter()
+            .filter(|e| e.relationship_name == "is_a" && !doomed_entities.contains(&e.source_node_id))
+            .map(|e| e.target_node_id)
+            .collect();
+        let doomed_types: HashSet<Uuid> = graph
+            .edges
+            .iter()
+            .filter(|e| e.relationship_name == "is_a" && doomed_entities.contains(&e.source_node_id))
+            .map(|e| e.target_node_id)
+            .filter(|t| type_ids.contains(t) && !surviving_types.contains(t))
+            .collect();
+
+        let mut doomed_nodes: HashSet<Uuid> = HashSet::new();
+        doomed_nodes.insert(item.id);
+        doomed_nodes.extend(&chunks);
+        doomed_nodes.extend(&summaries);
+        doomed_nodes.extend(&doomed_entities);
+        doomed_nodes.extend(&doomed_types);
+
+        // Relations: drop this document from their supporters; delete those left with none.
+        let mut deleted_edges: Vec<&Edge> = Vec::new();
+        let mut dropped_relations: Vec<EdgeKey> = Vec::new();
+        let mut rewritten: Vec<Edge> = Vec::new();
+        for e in &graph.edges {
+            if doomed_nodes.contains(&e.source_node_id) || doomed_nodes.contains(&e.target_node_id) {
+                deleted_edges.push(e);
+                continue;
+            }
+            if !is_relation(e) {
+                continue;
+            }
+            let mut docs: BTreeSet<String> = edge_document_ids(e);
+            if docs.remove(&doc_key) {
+                if docs.is_empty() {
+                    dropped_relations.push((e.source_node_id, e.relationship_name.clone(), e.target_node_id));
+                    deleted_edges.push(e);
+                } else {
+                    let mut kept = e.clone();
+                    kept.properties.insert("document_ids".into(), json!(docs.into_iter().collect::<Vec<_>>()));
+                    rewritten.push(kept);
+                }
+            }
+        }
+
+        let triplets: Vec<Uuid> = deleted_edges
+            .iter()
+            .filter(|e| is_relation(e))
+            .map(|e| ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id))
+            .collect();
+        let touched: BTreeSet<String> = deleted_edges.iter().filter_map(|e| e.edge_text.clone()).collect();
+        let as_vec = |s: &HashSet<Uuid>| s.iter().copied().collect::<Vec<_>>();
+
+        // Vectors, then graph; the data item goes last so a failure can be retried.
+        self.vectors.delete(dataset.id, DOCUMENT_CHUNK_TEXT, &as_vec(&chunks)).await?;
+        self.vectors.delete(dataset.id, TEXT_SUMMARY_TEXT, &as_vec(&summaries)).await?;
+        self.vectors.delete(dataset.id, TEXT_DOCUMENT_NAME, &[item.id]).await?;
+        self.vectors.delete(dataset.id, ENTITY_NAME, &as_vec(&doomed_entities)).await?;
+        self.vectors.delete(dataset.id, ENTITY_TYPE_NAME, &as_vec(&doomed_types)).await?;
+        self.vectors.delete(dataset.id, TRIPLET_TEXT, &triplets).await?;
+        self.graph.delete_nodes(dataset.id, &as_vec(&doomed_nodes)).await?;
+        self.graph.delete_edges(dataset.id, &dropped_relations).await?;
+        self.graph.upsert_edges(dataset.id, &rewritten).await?;
+        self.refresh_derived_indexes(&dataset, &touched).await?;
+        self.relational.data.delete_data(dataset.id, item.id).await?;
+
+        let nodes_deleted = graph.nodes.iter().filter(|n| doomed_nodes.contains(&n.id)).count();
+        Ok(ForgetOutcome {
+            dataset_name: dataset.name,
+            document_name: Some(item.name),
+            nodes_deleted,
+            edges_deleted: deleted_edges.len(),
+        })
+    }
+
+    async fn find_item(&self, dataset: &Dataset, document: &str) -> Result<DataItem> {
+        let items = self.relational.data.list_data(dataset.id).await?;
+        let by_id = Uuid::parse_str(document).ok();
+        let mut matches: Vec<DataItem> =
+            items.into_iter().filter(|i| Some(i.id) == by_id || i.name == document).collect();
+        if matches.len() > 1 {
+            return Err(RecallError::invalid_input(format!(
+                "{} documents in dataset '{}' are named '{document}': pass the data id instead.",
+                matches.len(),
+                dataset.name
+            )));
+        }
+        matches.pop().ok_or_else(|| {
+            RecallError::NotFound(format!("Document '{document}' not found in dataset '{}'.", dataset.name))
+        })
+    }
+}
