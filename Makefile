@@ -9,7 +9,7 @@ DATA_DIR ?= .recall-demo
 # Small chunks, so the demo shows chunk-level hits in short documents.
 RECALL = RECALL_CHUNK_SIZE=40 $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
 
-.PHONY: run test build deps lint fmt clean-demo
+.PHONY: run test build deps lint fmt clean-demo bench
 
 # LanceDB's build needs protoc.
 deps:
@@ -48,3 +48,7 @@ fmt:
 
 clean-demo:
 	rm -rf $(DATA_DIR)
+
+# Benchmarks build release (a cold release build takes 40–75 minutes on 2 cores).
+bench: deps
+	$(CARGO) run --release -p recall --bin recall-bench -- --chunks 2400 --queries 200

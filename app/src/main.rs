@@ -56,11 +56,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a dataset: its data, chunks, vectors and graph.
-    Forget {
+    /// Re-run cognify on a dataset: process items not yet built, refresh the indexes.
+    Cognify {
         #[arg(long, short)]
         dataset: String,
     },
+    /// Print a dataset's graph as JSON or Graphviz DOT.
+    Graph {
+        #[arg(long, short)]
+        dataset: String,
+        #[arg(long, value_enum, default_value = "json")]
+        format: GraphFormat,
+    },
+    /// Delete a dataset, or one document of it (by name or data id), with
+    /// everything derived from it.
+    Forget {
+        #[arg(long, short)]
+        dataset: String,
+        #[arg(long)]
+        document: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum GraphFormat {
+    Json,
+    Dot,
 }
 
 #[tokio::main]
@@ -109,18 +130,119 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Forget { dataset } => {
-            let (engine, _) = match build_engine(&settings, OpenMode::ExistingOnly).await {
-                Err(RecallError::RecallPrecondition) => {
-                    return Err(RecallError::DatasetNotFound { missing: vec![dataset] })
+        Command::Forget { dataset, document } => {
+            let engine = existing_engine(&settings, &dataset).await?;
+            match document {
+                Some(doc) => {
+                    let out = engine.forget_document(&dataset, &doc).await?;
+                    println!(
+                        "Forgot document '{}' of dataset '{}' ({} node(s), {} edge(s) deleted).",
+                        out.document_name.unwrap_or(doc),
+                        out.dataset_name,
+                        out.nodes_deleted,
+                        out.edges_deleted
+                    );
                 }
-                other => other?,
-            };
-            let gone = engine.forget_dataset(&dataset).await?;
-            println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
+                None => {
+                    let gone = engine.forget_dataset(&dataset).await?;
+                    println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
+                }
+            }
             Ok(())
         }
+        Command::Cognify { dataset } => {
+            let engine = existing_engine(&settings, &dataset).await?;
+            let progress = Bar::new(false);
+            let outcome = engine.cognify(&dataset, &progress).await;
+            progress.0.finish_and_clear();
+            let outcome = outcome?;
+            println!(
+                "Cognified dataset '{}': {} item(s) built ({} chunk(s)), {} already built.",
+                outcome.dataset_name, outcome.items_added, outcome.chunks_written, outcome.items_unchanged
+            );
+            Ok(())
+        }
+        Command::Graph { dataset, format } => {
+            let engine = existing_engine(&settings, &dataset).await?;
+            let ds = engine.dataset(&dataset).await?;
+            let graph = engine.graph().get_graph(ds.id).await?;
+            match format {
+                GraphFormat::Json => print_json(&graph_json(&graph)),
+                GraphFormat::Dot => {
+                    print!("{}", graph_dot(&graph));
+                    Ok(())
+                }
+            }
+        }
     }
+}
+
+/// An engine on existing storage; no storage yet means the dataset does not exist.
+async fn existing_engine(settings: &Settings, dataset: &str) -> Result<recall_engine::Engine> {
+    match build_engine(settings, OpenMode::ExistingOnly).await {
+        Err(RecallError::RecallPrecondition) => {
+            Err(RecallError::DatasetNotFound { missing: vec![dataset.to_string()] })
+        }
+        other => Ok(other?.0),
+    }
+}
+
+/// `{"nodes": [{"id", "type", "name", …properties}], "edges": [{"source", "target", "relationship_name", …}]}`.
+fn graph_json(graph: &recall_core::Subgraph) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let nodes: Vec<Value> = graph
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut m = n.properties.clone();
+            m.insert("id".into(), json!(n.id.to_string()));
+            m.insert("type".into(), json!(n.node_type));
+            m.entry("name").or_insert(Value::Null);
+            Value::Object(m)
+        })
+        .collect();
+    let edges: Vec<Value> = graph
+        .edges
+        .iter()
+        .map(|e| {
+            let mut m = e.properties.clone();
+            m.insert("source".into(), json!(e.source_node_id.to_string()));
+            m.insert("target".into(), json!(e.target_node_id.to_string()));
+            m.insert("relationship_name".into(), json!(e.relationship_name));
+            m.insert("edge_text".into(), json!(e.edge_text));
+            Value::Object(m)
+        })
+        .collect();
+    json!({"nodes": nodes, "edges": edges})
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Graphviz DOT: nodes labelled "name (type)", edges by relationship name.
+fn graph_dot(graph: &recall_core::Subgraph) -> String {
+    let mut out = String::from("digraph recall {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n");
+    for n in &graph.nodes {
+        let name = n
+            .properties
+            .get("name")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .or_else(|| n.properties.get("text").and_then(|v| v.as_str()).map(|t| t.chars().take(40).collect()))
+            .unwrap_or_default();
+        out.push_str(&format!("  \"{}\" [label=\"{} ({})\"];\n", n.id, dot_escape(&name), n.node_type));
+    }
+    for e in &graph.edges {
+        out.push_str(&format!(
+            "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
+            e.source_node_id,
+            e.target_node_id,
+            dot_escape(&e.relationship_name)
+        ));
+    }
+    out.push_str("}\n");
+    out
 }
 
 /// Expands directories into their .txt/.md files (sorted); files stay as given,
@@ -148,9 +270,29 @@ fn is_supported(path: &Path) -> bool {
     matches!(path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(), Some("txt" | "md"))
 }
 
+/// One progress bar, reset at each stage ("add", then "cognify").
 struct Bar(ProgressBar);
 
+impl Bar {
+    fn new(hidden: bool) -> Self {
+        let bar = ProgressBar::new(0);
+        if hidden {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        if let Ok(style) = ProgressStyle::with_template("{prefix:>8} {bar:30} {pos}/{len} {msg}") {
+            bar.set_style(style);
+        }
+        Self(bar)
+    }
+}
+
 impl RememberProgress for Bar {
+    fn stage(&self, name: &str, total: usize) {
+        self.0.set_prefix(name.to_string());
+        self.0.set_length(total as u64);
+        self.0.set_position(0);
+    }
+
     fn item_done(&self, name: &str) {
         self.0.set_message(name.to_string());
         self.0.inc(1);
@@ -163,15 +305,10 @@ async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: 
     if inputs.is_empty() {
         return Err(RecallError::invalid_input("Nothing to remember: pass files, directories or --text."));
     }
+    // Bad input is refused before storage is even opened.
+    recall_engine::check_inputs(&inputs)?;
     let (engine, _) = build_engine(settings, OpenMode::Create).await?;
-    let bar = ProgressBar::new(inputs.len() as u64);
-    if json || inputs.len() < 2 {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
-        bar.set_style(style);
-    }
-    let progress = Bar(bar);
+    let progress = Bar::new(json || inputs.len() < 2);
     let outcome = engine.remember_with_progress(dataset, &inputs, &progress).await;
     progress.0.finish_and_clear();
     let outcome = outcome?;

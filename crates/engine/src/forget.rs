@@ -26,6 +26,11 @@ pub struct ForgetOutcome {
 }
 
 impl Engine {
+    /// The default user's dataset with this name (`DatasetNotFoundError` otherwise).
+    pub async fn dataset(&self, name: &str) -> Result<Dataset> {
+        self.owned_dataset(name).await
+    }
+
     async fn owned_dataset(&self, name: &str) -> Result<Dataset> {
         let missing = || RecallError::DatasetNotFound { missing: vec![name.to_string()] };
         let user = self.relational.users.find_user(&self.config.default_user_email).await?.ok_or_else(missing)?;

@@ -22,7 +22,7 @@ pub use chunking::{chunk_text, TextChunk};
 pub use forget::ForgetOutcome;
 pub use global_context::{bucket_summary_id, root_summary_id};
 pub use recall::{RecallRequest, DEFAULT_TOP_K};
-pub use remember::{NoProgress, RememberInput, RememberOutcome, RememberProgress};
+pub use remember::{check_inputs, NoProgress, RememberInput, RememberOutcome, RememberProgress};
 
 /// Engine settings that are not ports.
 #[derive(Debug, Clone)]

@@ -49,6 +49,8 @@ pub struct RememberOutcome {
 
 /// Progress callbacks, e.g. for a progress bar.
 pub trait RememberProgress: Send + Sync {
+    /// A stage ("add" or "cognify") starts with `total` items.
+    fn stage(&self, _name: &str, _total: usize) {}
     fn item_done(&self, _name: &str) {}
 }
 
@@ -109,6 +111,13 @@ fn load_file(path: &Path) -> Result<LoadedInput> {
     Ok(LoadedInput { name, extension, mime_type: mime_type.into(), text, original_location: Some(display) })
 }
 
+/// Checks every input as `remember` would (supported type, readable UTF-8,
+/// non-empty) without writing anything: lets a caller refuse bad input before
+/// it even opens storage.
+pub fn check_inputs(inputs: &[RememberInput]) -> Result<()> {
+    inputs.iter().try_for_each(|i| load(i).map(|_| ()))
+}
+
 /// Validates a dataset name: non-blank, no control characters.
 pub(crate) fn validate_dataset_name(name: &str) -> Result<()> {
     if name.trim().is_empty() {
@@ -157,17 +166,24 @@ impl Engine {
         let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
         let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
 
-        let items = self.add(&user, &dataset, &loaded).await?;
+        progress.stage("add", loaded.len());
+        let items = self.add(&user, &dataset, &loaded, progress).await?;
         let items = items.into_iter().zip(loaded.into_iter().map(|l| l.text)).collect();
         self.cognify_stage(&dataset, items, progress).await
     }
 
     /// The `add` stage: raw data items, recorded as an `add_pipeline` run.
-    async fn add(&self, user: &User, dataset: &Dataset, loaded: &[LoadedInput]) -> Result<Vec<DataItem>> {
+    async fn add(
+        &self,
+        user: &User,
+        dataset: &Dataset,
+        loaded: &[LoadedInput],
+        progress: &dyn RememberProgress,
+    ) -> Result<Vec<DataItem>> {
         let run_id = Uuid::new_v4();
         self.record_run(dataset.id, run_id, pipelines::ADD, PipelineRunStatus::Started, None, json!({})).await?;
         let result = async {
-            let mut items = Vec::with_capacity(loaded.len());
+            let mut items: Vec<DataItem> = Vec::with_capacity(loaded.len());
             for input in loaded {
                 let hash = ids::content_hash(input.text.as_bytes());
                 let location = self.store_raw(&hash, input)?;
@@ -184,6 +200,7 @@ impl Engine {
                     created_at: now_millis(),
                 };
                 items.push(self.relational.data.upsert_data(&item).await?);
+                progress.item_done(&input.name);
             }
             Ok(items)
         }
@@ -232,11 +249,11 @@ impl Engine {
             for (item, text) in items {
                 if item.status == DataStatus::Completed || !seen.insert(item.id) {
                     outcome.items_unchanged += 1;
-                    progress.item_done(&item.name);
                 } else {
                     pending.push(crate::cognify::PendingItem { item, text });
                 }
             }
+            progress.stage("cognify", pending.len());
             let stats = self.cognify_pending(dataset, pending, progress).await?;
             outcome.items_added = stats.items;
             outcome.chunks_written = stats.chunks;

@@ -1,0 +1,125 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The `recall` binary, run as a user would: exit codes, stdout, stderr.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn recall(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        // A developer's own settings must not leak into the test.
+        .env_remove("LLM_API_KEY")
+        .env_remove("EMBEDDING_API_KEY")
+        .env_remove("EMBEDDING_ENDPOINT")
+        .env_remove("RECALL_CHUNK_SIZE")
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn samples() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples").display().to_string()
+}
+
+#[test]
+fn remember_recall_graph_and_forget_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    // Before anything is remembered: a precondition error, and nothing is created.
+    let o = recall(d, &["recall", "anything"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("Error [RecallPreconditionError] (HTTP 422): Recall prerequisites not met"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("recall.db").exists());
+    let o = recall(d, &["datasets"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("No datasets yet"));
+
+    // An unsupported file is refused before storage is opened.
+    let pdf = d.join("x.pdf");
+    std::fs::write(&pdf, b"%PDF").unwrap();
+    let o = recall(d, &["remember", "--dataset", "docs", pdf.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("[UnsupportedFileTypeError] (HTTP 415)"), "{}", stderr(&o));
+    assert!(!d.join("recall.db").exists());
+
+    let o = recall(d, &["remember", "--dataset", "docs", &samples()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Remembered 4 item(s) in dataset 'docs'"), "{}", stdout(&o));
+    let o = recall(d, &["remember", "--dataset", "docs", &samples()]);
+    assert!(
+        stdout(&o).contains("Remembered 0 item(s)") && stdout(&o).contains("4 already remembered"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = recall(d, &["recall", "How do I keep a sourdough starter alive?", "--top-k", "2", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let results = results.as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["source"], "graph");
+    assert_eq!(results[0]["search_type"], "CHUNKS");
+    assert_eq!(results[0]["metadata"]["document_name"], "sourdough.txt");
+    assert!(results[0]["score"].as_f64().unwrap() <= results[1]["score"].as_f64().unwrap());
+
+    let o = recall(d, &["recall", "bees", "--top-k", "0"]);
+    assert!(
+        stderr(&o).contains("Error [QueryValidationError] (HTTP 422): top_k must be a positive integer."),
+        "{}",
+        stderr(&o)
+    );
+    let o = recall(d, &["recall", "bees", "--dataset", "nope", "--dataset", "docs"]);
+    assert!(stderr(&o).contains("[DatasetNotFoundError] (HTTP 404): Dataset(s) not found: 'nope'."), "{}", stderr(&o));
+    let o = recall(d, &["recall", "bees", "--type", "SPLINES"]);
+    assert!(stderr(&o).contains("Unknown search type 'SPLINES'"), "{}", stderr(&o));
+
+    let o = recall(d, &["graph", "--dataset", "docs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let graph: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let nodes = graph["nodes"].as_array().unwrap();
+    let types: std::collections::BTreeSet<&str> = nodes.iter().map(|n| n["type"].as_str().unwrap()).collect();
+    for t in ["TextDocument", "DocumentChunk", "Entity", "EntityType", "TextSummary", "GlobalContextSummary"] {
+        assert!(types.contains(t), "graph has {t} nodes: {types:?}");
+    }
+    assert!(nodes.iter().any(|n| n["type"] == "Entity" && n["name"] == "jupiter"));
+    let edge = &graph["edges"].as_array().unwrap()[0];
+    for key in ["source", "target", "relationship_name", "edge_text"] {
+        assert!(edge.get(key).is_some(), "edges carry {key}");
+    }
+    let o = recall(d, &["graph", "--dataset", "docs", "--format", "dot"]);
+    assert!(stdout(&o).starts_with("digraph recall {"));
+    assert!(stdout(&o).contains("-> "));
+
+    let o = recall(d, &["cognify", "--dataset", "docs"]);
+    assert!(stdout(&o).contains("0 item(s) built (0 chunk(s)), 4 already built"), "{}", stdout(&o));
+
+    let o = recall(d, &["forget", "--dataset", "docs", "--document", "sourdough.txt"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Forgot document 'sourdough.txt'"));
+    let o = recall(d, &["recall", "sourdough starter", "--json"]);
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(results.as_array().unwrap().iter().all(|r| r["metadata"]["document_name"] != "sourdough.txt"));
+
+    let o = recall(d, &["forget", "--dataset", "docs"]);
+    assert!(o.status.success());
+    let o = recall(d, &["datasets", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap(), serde_json::json!([]));
+    let o = recall(d, &["forget", "--dataset", "docs"]);
+    assert!(stderr(&o).contains("[DatasetNotFoundError] (HTTP 404)"));
+}
