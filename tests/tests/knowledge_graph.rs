@@ -13,7 +13,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use recall::{build_engine, OpenMode, Settings};
 use recall_core::model::collections as col;
-use recall_core::ports::{GraphExtractor, RelationalPorts};
+use recall_core::ports::{GraphExtractor, RelationalPorts, VectorStore};
 use recall_core::{
     DataStatus, DatasetId, KgEdge, KgNode, KnowledgeGraph, PipelineRunStatus, RecallError, Result, Subgraph,
 };
@@ -421,4 +421,98 @@ async fn edges_from_the_extractor_to_unknown_nodes_are_ignored() {
     assert!(g.edges.iter().all(|e| e.relationship_name != "knows"));
     let contains = g.edges.iter().find(|e| e.relationship_name == "contains").unwrap();
     assert!(contains.edge_text.as_deref().unwrap().ends_with("contains ada."), "default edge text when no description");
+}
+
+/// Delegates to an in-memory store but fails upserts into one collection.
+struct FailingVectors {
+    inner: MemoryVectorStore,
+    fail_on: &'static str,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl VectorStore for FailingVectors {
+    async fn ensure_collection(&self, d: DatasetId, c: &str, s: &recall_core::ports::EmbeddingSpec) -> Result<()> {
+        self.inner.ensure_collection(d, c, s).await
+    }
+    async fn collection_spec(&self, c: &str) -> Result<Option<recall_core::ports::EmbeddingSpec>> {
+        self.inner.collection_spec(c).await
+    }
+    async fn has_collection(&self, d: DatasetId, c: &str) -> Result<bool> {
+        self.inner.has_collection(d, c).await
+    }
+    async fn upsert(&self, d: DatasetId, c: &str, r: Vec<recall_core::ports::VectorRecord>) -> Result<()> {
+        if c == self.fail_on && self.armed.load(Ordering::SeqCst) {
+            return Err(RecallError::backend_msg("disk full"));
+        }
+        self.inner.upsert(d, c, r).await
+    }
+    async fn search(
+        &self,
+        d: DatasetId,
+        c: &str,
+        q: &[f32],
+        l: Option<usize>,
+        f: Option<recall_core::ports::NodeSetFilter>,
+    ) -> Result<Vec<recall_core::ports::ScoredResult>> {
+        self.inner.search(d, c, q, l, f).await
+    }
+    async fn count(&self, d: DatasetId, c: &str) -> Result<u64> {
+        self.inner.count(d, c).await
+    }
+    async fn delete(&self, d: DatasetId, c: &str, ids: &[uuid::Uuid]) -> Result<()> {
+        self.inner.delete(d, c, ids).await
+    }
+    async fn delete_dataset(&self, d: DatasetId) -> Result<()> {
+        self.inner.delete_dataset(d).await
+    }
+}
+
+#[tokio::test]
+async fn a_store_failing_mid_batch_leaves_no_searchable_chunk_and_retries_cleanly() {
+    let vectors = Arc::new(FailingVectors {
+        inner: MemoryVectorStore::new(),
+        fail_on: col::TEXT_SUMMARY_TEXT,
+        armed: true.into(),
+    });
+    let engine = EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        Arc::new(MemoryGraphStore::new()),
+        vectors.clone(),
+        Arc::new(HashingEmbedder::new(64).unwrap()),
+    )
+    .build()
+    .unwrap();
+    let err = engine.remember("kg", &corpus()).await.unwrap_err();
+    assert_eq!(err.name(), "BackendError");
+    let ds = dataset_id(&engine, "kg").await;
+    assert_eq!(vectors.count(ds, col::DOCUMENT_CHUNK_TEXT).await.unwrap(), 0, "chunk rows were removed again");
+    let err = engine.recall(&RecallRequest::new("Analytical Engine")).await.unwrap_err();
+    assert!(matches!(err, RecallError::NoData(_)), "nothing half-written is searchable: {err:?}");
+    let runs = engine.relational().runs.list_runs(ds).await.unwrap();
+    assert_eq!(runs.last().unwrap().status, PipelineRunStatus::Errored);
+    assert_eq!(runs.last().unwrap().error_class.as_deref(), Some("BackendError"));
+
+    vectors.armed.store(false, Ordering::SeqCst);
+    engine.remember("kg", &corpus()).await.unwrap();
+    let g = engine.graph().get_graph(ds).await.unwrap();
+    assert_eq!(nodes_of(&g, "Entity").len(), 4, "the retry converges with no duplicates");
+    assert_eq!(count_of(&g, "DocumentChunk"), 2);
+    assert_eq!(vectors.count(ds, col::DOCUMENT_CHUNK_TEXT).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn binary_and_empty_files_are_typed_errors_that_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("blob.txt");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x9f]).unwrap();
+    let empty = dir.path().join("empty.md");
+    std::fs::write(&empty, "  \n").unwrap();
+    let engine = memory_builder().build().unwrap();
+    for (path, needle) in [(binary, "not valid UTF-8"), (empty, "is empty")] {
+        let err = engine.remember("d", &[RememberInput::File(path)]).await.unwrap_err();
+        assert_eq!(err.http_status(), 400);
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+    assert!(engine.datasets().await.unwrap().is_empty());
 }
