@@ -9,8 +9,9 @@ use uuid::Uuid;
 
 use crate::{db_err, in_list, placeholders, SqlDatabase};
 
-/// Rows per multi-row INSERT: well under SQLite's and Postgres' parameter limits.
-const WRITE_BATCH: usize = 500;
+/// Rows per multi-row INSERT: small, because SQLite binds parameters by name in
+/// time quadratic in their number per statement.
+const WRITE_BATCH: usize = 100;
 /// Ids per IN list.
 const READ_BATCH: usize = 500;
 
