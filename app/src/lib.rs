@@ -90,21 +90,17 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
         OpenMode::ExistingOnly => SqlDatabase::connect_existing(&url).await?.ok_or(RecallError::RecallPrecondition)?,
     };
     let relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
-    let graph: Arc<dyn GraphStore> = match settings.graph_url.trim() {
-        "sql" | "" => Arc::new(SqlGraphStore::new(db.clone())),
-        other => {
-            return Err(RecallError::invalid_input(format!(
-                "graph_url '{other}' is not supported by this build: use 'sql' (Neo4j arrives with the production-backends work)"
-            )))
-        }
-    };
+    let graph = build_graph_store(settings, &db).await?;
     let vector_uri = settings.vector_uri();
     let vectors = build_vector_store(&vector_uri).await?;
     let embedder = build_embedder(settings)?;
     let llm = build_llm(settings)?;
     let active = ActiveAdapters {
         relational: format!("{:?} ({})", db.backend(), redact_url(&url)),
-        graph: graph.name().to_string(),
+        graph: match settings.graph_url.trim() {
+            "" | "sql" => format!("{} (tables in the relational database)", graph.name()),
+            url => format!("{} ({url})", graph.name()),
+        },
         vector: format!("{} ({vector_uri})", vectors.name()),
         embedder: format!("{} ({} dimensions)", embedder.model(), embedder.dimensions()),
         llm: llm.as_ref().map(|l| l.model()),
@@ -124,6 +120,60 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,
         embedder = %active.embedder, llm = ?active.llm, "adapters active");
     Ok((engine, active))
+}
+
+/// The graph store `graph_url` names: `sql` (tables in the relational
+/// database) or `bolt://` / `neo4j://` (Neo4j). A configured backend that
+/// fails is an error, never a fallback to another one.
+async fn build_graph_store(settings: &Settings, db: &SqlDatabase) -> Result<Arc<dyn GraphStore>> {
+    let url = settings.graph_url.trim();
+    if url.is_empty() || url == "sql" {
+        return Ok(Arc::new(SqlGraphStore::new(db.clone())));
+    }
+    let scheme = url.split("://").next().unwrap_or_default();
+    match scheme {
+        "bolt" | "bolt+s" | "bolt+ssc" | "neo4j" | "neo4j+s" | "neo4j+ssc" => build_neo4j(settings, url).await,
+        _ => Err(RecallError::invalid_input(format!(
+            "Unsupported graph_url '{url}': use 'sql', bolt://host:port or neo4j://host:port"
+        ))),
+    }
+}
+
+#[cfg(feature = "neo4j")]
+async fn build_neo4j(settings: &Settings, url: &str) -> Result<Arc<dyn GraphStore>> {
+    let mut config = recall_neo4j::Neo4jConfig::new(url, settings.graph_user.trim(), settings.graph_password.as_str());
+    config.manage_schema = settings.graph_manage_schema;
+    config.max_batch_bytes = settings.graph_max_batch_bytes;
+    config.string_encoding = match settings.graph_string_encoding.trim() {
+        "" | "plain" => recall_neo4j::StringEncoding::Plain,
+        "base64" => recall_neo4j::StringEncoding::Base64,
+        other => {
+            return Err(RecallError::invalid_input(format!(
+                "unknown graph_string_encoding '{other}': use plain or base64"
+            )))
+        }
+    };
+    let store = recall_neo4j::Neo4jGraphStore::connect(&config).await.map_err(|e| {
+        RecallError::backend_msg(format!("cannot use the Neo4j graph store at {url}: {e}"))
+    })?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "neo4j"))]
+async fn build_neo4j(_settings: &Settings, url: &str) -> Result<Arc<dyn GraphStore>> {
+    Err(RecallError::invalid_input(format!("graph_url '{url}' needs the `neo4j` feature, which this build lacks")))
+}
+
+/// Health of every active adapter, for `recall doctor`.
+pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), String>)> {
+    vec![
+        (format!("graph: {}", engine.graph().name()), engine.graph().healthcheck().await.map_err(|e| e.to_string())),
+        (format!("vector: {}", engine.vectors().name()), engine.vectors().healthcheck().await.map_err(|e| e.to_string())),
+        (
+            "relational".to_string(),
+            engine.relational().users.find_user("healthcheck@recall.invalid").await.map(|_| ()).map_err(|e| e.to_string()),
+        ),
+    ]
 }
 
 #[cfg(feature = "lancedb")]

@@ -51,6 +51,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the configured adapters and check that each answers.
+    Doctor,
     /// List your datasets.
     Datasets {
         #[arg(long)]
@@ -112,6 +114,29 @@ async fn run(cli: Cli) -> Result<()> {
                 request.datasets = Some(dataset);
             }
             recall(&settings, &request, json).await
+        }
+        Command::Doctor => {
+            let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
+            println!("relational: {}", active.relational);
+            println!("graph:      {}", active.graph);
+            println!("vector:     {}", active.vector);
+            println!("embedder:   {}", active.embedder);
+            println!("llm:        {}", active.llm.as_deref().unwrap_or("none (recall defaults to CHUNKS)"));
+            let mut healthy = true;
+            for (name, status) in recall::doctor(&engine).await {
+                match status {
+                    Ok(()) => println!("ok    {name}"),
+                    Err(e) => {
+                        healthy = false;
+                        println!("FAIL  {name}: {e}");
+                    }
+                }
+            }
+            if healthy {
+                Ok(())
+            } else {
+                Err(RecallError::backend_msg("an adapter failed its health check"))
+            }
         }
         Command::Datasets { json } => {
             let datasets = match build_engine(&settings, OpenMode::ExistingOnly).await {

@@ -516,3 +516,43 @@ async fn binary_and_empty_files_are_typed_errors_that_write_nothing() {
     }
     assert!(engine.datasets().await.unwrap().is_empty());
 }
+
+/// The same exact-graph check with the Neo4j graph adapter (FalkorDB's Bolt
+/// server in CI) beside SQLite and LanceDB, selected by `graph_url`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_extractor_writes_the_exact_graph_on_neo4j() {
+    let Ok(uri) = std::env::var("NEO4J_URI") else {
+        assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "NEO4J_URI must be set in CI");
+        eprintln!("SKIPPED: ingestion on Neo4j: NEO4J_URI is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::embedded(dir.path()).unwrap();
+    settings.graph_url = uri;
+    settings.graph_user = std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".into());
+    settings.graph_password = std::env::var("NEO4J_PASSWORD").unwrap_or_default();
+    settings.graph_manage_schema = std::env::var("NEO4J_MANAGE_SCHEMA").is_ok_and(|v| v == "true");
+    settings.graph_max_batch_bytes =
+        std::env::var("NEO4J_MAX_BATCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
+    settings.graph_string_encoding = std::env::var("NEO4J_STRING_ENCODING").unwrap_or_else(|_| "base64".into());
+    let (engine, active) = build_engine(&settings, OpenMode::Create).await.unwrap();
+    assert!(active.graph.starts_with("neo4j"), "{}", active.graph);
+    let run = async {
+        assert_exact_corpus_graph(&engine).await;
+        // Clean up: the Bolt server is shared by every test run on this machine.
+        engine.forget_dataset("kg").await.unwrap();
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("timed out against the Bolt server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings::embedded(dir.path()).unwrap();
+    settings.graph_url = "bolt://127.0.0.1:9".into();
+    let err = build_engine(&settings, OpenMode::Create).await.err().unwrap();
+    assert!(err.to_string().contains("cannot use the Neo4j graph store at bolt://127.0.0.1:9"), "{err}");
+    settings.graph_url = "gremlin://x".into();
+    let err = build_engine(&settings, OpenMode::Create).await.err().unwrap();
+    assert!(err.to_string().contains("Unsupported graph_url"), "{err}");
+}

@@ -44,15 +44,19 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     let ds = fresh_dataset();
     assert!(store.is_empty(ds).await.unwrap(), "a new dataset is empty");
     let (a, b, c, d) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    // Quotes, backslashes and newlines must round-trip exactly.
+    let tricky = "O'Brien said \"hi\" \\ d'Artagnan\nnext line";
+    let mut alice = node(a, "Entity", "alice");
+    alice.properties.insert("description".into(), json!(tricky));
     let nodes = vec![
-        node(a, "Entity", "alice"),
+        alice,
         node(b, "Entity", "bob"),
         node(c, "EntityType", "person"),
         node(d, "Entity", "dave"),
     ];
     store.upsert_nodes(ds, &nodes).await.unwrap();
     let edges = vec![
-        Edge::new(a, "knows", b).with_text("alice knows bob."),
+        Edge::new(a, "knows", b).with_text("alice knows bob's \"friend\"."),
         Edge::new(a, "is_a", c),
         Edge::new(b, "is_a", c),
         Edge::new(c, "likes", d),
@@ -78,7 +82,9 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     rels.sort();
     assert_eq!(rels, vec!["is_a", "is_a", "knows"]);
     let knows = sub.edges.iter().find(|e| e.relationship_name == "knows").unwrap();
-    assert_eq!(knows.edge_text.as_deref(), Some("alice knows bob."));
+    assert_eq!(knows.edge_text.as_deref(), Some("alice knows bob's \"friend\"."));
+    let alice_back = store.get_nodes(ds, &[a]).await.unwrap();
+    assert_eq!(alice_back[0].properties["description"], json!(tricky), "tricky strings round-trip");
     assert_eq!(knows.source_node_id, a);
     assert_eq!(knows.target_node_id, b);
     assert!(knows.properties.contains_key("edge_object_id"), "edge properties round-trip");
@@ -212,6 +218,26 @@ pub async fn vector_store_conformance(store: Arc<dyn VectorStore>, collection_pr
     vector_dimension_mismatch(store.as_ref(), &col, &spec).await;
     vector_node_set_filter(store.as_ref(), &col, &spec).await;
     vector_concurrent_writers(store.clone(), &col, &spec).await;
+    vector_large_batch(store.as_ref(), &col, &spec, 50_000).await;
+}
+
+async fn vector_large_batch(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec, n: usize) {
+    let ds = fresh_dataset();
+    store.ensure_collection(ds, col, spec).await.unwrap();
+    let target = Uuid::new_v4();
+    let rows: Vec<VectorRecord> = (0..n)
+        .map(|i| {
+            let id = if i == n / 2 { target } else { Uuid::new_v4() };
+            let x = i as f32 / n as f32;
+            record(id, vec![1.0, x, 1.0 - x, 0.25], "bulk", &[])
+        })
+        .collect();
+    store.upsert(ds, col, rows).await.unwrap();
+    assert_eq!(store.count(ds, col).await.unwrap(), n as u64, "a large batch lands whole");
+    let hits = store.search(ds, col, &[1.0, 0.5, 0.5, 0.25], Some(3), None).await.unwrap();
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0].id, target, "the exact match wins among {n} rows");
+    store.delete_dataset(ds).await.unwrap();
 }
 
 async fn vector_search_and_upsert(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
