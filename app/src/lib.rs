@@ -142,7 +142,16 @@ async fn build_graph_store(settings: &Settings, db: &SqlDatabase) -> Result<Arc<
 #[cfg(feature = "neo4j")]
 async fn build_neo4j(settings: &Settings, url: &str) -> Result<Arc<dyn GraphStore>> {
     let mut config = recall_neo4j::Neo4jConfig::new(url, settings.graph_user.trim(), settings.graph_password.as_str());
-    config.manage_schema = settings.graph_manage_schema;
+    config.schema = match settings.graph_schema.trim() {
+        "" | "neo4j" => recall_neo4j::SchemaMode::Neo4j,
+        "falkordb" => recall_neo4j::SchemaMode::FalkorDb,
+        "none" => recall_neo4j::SchemaMode::None,
+        other => {
+            return Err(RecallError::invalid_input(format!(
+                "unknown graph_schema '{other}': use neo4j, falkordb or none"
+            )))
+        }
+    };
     config.max_batch_bytes = settings.graph_max_batch_bytes;
     config.string_encoding = match settings.graph_string_encoding.trim() {
         "" | "plain" => recall_neo4j::StringEncoding::Plain,
@@ -153,9 +162,9 @@ async fn build_neo4j(settings: &Settings, url: &str) -> Result<Arc<dyn GraphStor
             )))
         }
     };
-    let store = recall_neo4j::Neo4jGraphStore::connect(&config).await.map_err(|e| {
-        RecallError::backend_msg(format!("cannot use the Neo4j graph store at {url}: {e}"))
-    })?;
+    let store = recall_neo4j::Neo4jGraphStore::connect(&config)
+        .await
+        .map_err(|e| RecallError::backend_msg(format!("cannot use the Neo4j graph store at {url}: {e}")))?;
     Ok(Arc::new(store))
 }
 
@@ -168,10 +177,19 @@ async fn build_neo4j(_settings: &Settings, url: &str) -> Result<Arc<dyn GraphSto
 pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), String>)> {
     vec![
         (format!("graph: {}", engine.graph().name()), engine.graph().healthcheck().await.map_err(|e| e.to_string())),
-        (format!("vector: {}", engine.vectors().name()), engine.vectors().healthcheck().await.map_err(|e| e.to_string())),
+        (
+            format!("vector: {}", engine.vectors().name()),
+            engine.vectors().healthcheck().await.map_err(|e| e.to_string()),
+        ),
         (
             "relational".to_string(),
-            engine.relational().users.find_user("healthcheck@recall.invalid").await.map(|_| ()).map_err(|e| e.to_string()),
+            engine
+                .relational()
+                .users
+                .find_user("healthcheck@recall.invalid")
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
         ),
     ]
 }

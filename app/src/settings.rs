@@ -37,7 +37,7 @@ pub struct Settings {
     pub graph_url: String,
     pub graph_user: String,
     pub graph_password: String,
-    pub graph_manage_schema: bool,
+    pub graph_schema: String,
     pub graph_max_batch_bytes: usize,
     pub graph_string_encoding: String,
     pub vector_url: String,

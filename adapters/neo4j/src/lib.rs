@@ -1,6 +1,6 @@
 //! The Neo4j graph store (neo4rs, Bolt). Written in the Cypher subset that
 //! Neo4j 5 and FalkorDB share; the Neo4j-only parts (index DDL) sit behind
-//! [`neo4j_schema_statements`] and run only when `manage_schema` is on.
+//! [`neo4j_schema_statements`] and run only with [`SchemaMode::Neo4j`].
 //!
 //! Layout: every node is `(:RecallNode {dataset_id, id, node_type, name, text,
 //! props})`, where `props` is the node's full property map as JSON (exact
@@ -29,14 +29,32 @@ pub struct Neo4jConfig {
     pub uri: String,
     pub user: String,
     pub password: String,
-    /// Create Neo4j 5 indexes at start-up (Neo4j only: FalkorDB's DDL differs).
-    pub manage_schema: bool,
+    /// Which index DDL to run at start-up.
+    pub schema: SchemaMode,
     /// Upper bound on the estimated size of one UNWIND batch, in bytes. Neo4j
     /// takes megabytes; FalkorDB's Bolt listener crashes on messages over about
     /// 4 KiB, so tests against it use a small budget.
     pub max_batch_bytes: usize,
     /// How string values travel in parameters. See [`StringEncoding`].
     pub string_encoding: StringEncoding,
+}
+
+/// Index management at start-up. Every query looks nodes up by
+/// (`dataset_id`, `id`): without an index each lookup scans every node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaMode {
+    /// Neo4j 5 DDL ([`neo4j_schema_statements`]). Verified only against real Neo4j.
+    #[default]
+    Neo4j,
+    /// FalkorDB's DDL ([`falkordb_schema_statements`]); "already indexed" answers are ignored.
+    FalkorDb,
+    /// Leave indexes to the operator.
+    None,
+}
+
+/// FalkorDB's index DDL (no `IF NOT EXISTS`; a second run answers "already indexed").
+pub fn falkordb_schema_statements() -> Vec<&'static str> {
+    vec!["CREATE INDEX FOR (n:RecallNode) ON (n.id)", "CREATE INDEX FOR (n:RecallNode) ON (n.dataset_id)"]
 }
 
 /// How strings are written to the server.
@@ -77,7 +95,7 @@ impl Neo4jConfig {
             uri: uri.into(),
             user: user.into(),
             password: password.into(),
-            manage_schema: true,
+            schema: SchemaMode::Neo4j,
             max_batch_bytes: 1 << 20,
             string_encoding: StringEncoding::Plain,
         }
@@ -149,10 +167,23 @@ impl Neo4jGraphStore {
         let graph = Graph::new(&config.uri, &config.user, &config.password).await.map_err(err)?;
         let store = Self { graph, max_batch_bytes: config.max_batch_bytes.max(1), encoding: config.string_encoding };
         store.healthcheck_bolt().await?;
-        if config.manage_schema {
-            for ddl in neo4j_schema_statements() {
-                store.graph.run(query(ddl)).await.map_err(err)?;
+        match config.schema {
+            SchemaMode::Neo4j => {
+                for ddl in neo4j_schema_statements() {
+                    store.graph.run(query(ddl)).await.map_err(err)?;
+                }
             }
+            SchemaMode::FalkorDb => {
+                for ddl in falkordb_schema_statements() {
+                    if let Err(e) = store.graph.run(query(ddl)).await {
+                        // A second start finds the index in place; anything else is real.
+                        if !e.to_string().to_lowercase().contains("already indexed") {
+                            return Err(err(e));
+                        }
+                    }
+                }
+            }
+            SchemaMode::None => {}
         }
         Ok(store)
     }
@@ -353,9 +384,7 @@ impl GraphStore for Neo4jGraphStore {
         let nodes = self.get_nodes(dataset, &ids).await?;
         let mut edges = Vec::new();
         for chunk in ids.chunks(self.id_chunk()) {
-            let found = self
-                .edges_where(dataset, "WHERE a.id IN $ids", vec![("ids", id_list(chunk))])
-                .await?;
+            let found = self.edges_where(dataset, "WHERE a.id IN $ids", vec![("ids", id_list(chunk))]).await?;
             edges.extend(found.into_iter().filter(|e| reached.contains(&e.target_node_id)));
         }
         Ok(Subgraph { nodes, edges })
@@ -403,8 +432,10 @@ impl GraphStore for Neo4jGraphStore {
             .await?;
         let e = self
             .rows(
-                query("MATCH (:RecallNode {dataset_id: $ds})-[r]->(:RecallNode {dataset_id: $ds}) RETURN count(r) AS c")
-                    .param("ds", dataset.to_string()),
+                query(
+                    "MATCH (:RecallNode {dataset_id: $ds})-[r]->(:RecallNode {dataset_id: $ds}) RETURN count(r) AS c",
+                )
+                .param("ds", dataset.to_string()),
             )
             .await?;
         let get = |rows: &[neo4rs::Row]| -> Result<u64> {

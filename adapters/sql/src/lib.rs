@@ -14,6 +14,7 @@ use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbB
 
 pub use graph::SqlGraphStore;
 pub use relational::SqlRelationalStore;
+pub use schema::Migrator;
 
 /// Maps a driver error into the domain's backend error.
 pub(crate) fn db_err(err: DbErr) -> RecallError {

@@ -1,12 +1,16 @@
-//! Tables and indexes, in DDL that SQLite and Postgres both accept.
-//! Ids are UUID strings; times are epoch milliseconds; JSON is TEXT.
+//! The schema as sea-orm migrations shared by SQLite and Postgres: DDL both
+//! accept. Ids are UUID strings; times are epoch milliseconds; JSON is TEXT.
+//! Applied migrations are recorded in `seaql_migrations`; add new ones to
+//! [`Migrator::migrations`], never edit an applied one.
 
 use recall_core::Result;
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::DatabaseConnection;
+use sea_orm_migration::prelude::*;
 
 use crate::db_err;
 
-const DDL: &[&str] = &[
+/// Migration 1: users, datasets, grants, data, pipeline runs, graph tables.
+const INITIAL: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS users (
         id TEXT PRIMARY KEY,
         email TEXT NOT NULL UNIQUE,
@@ -69,9 +73,38 @@ const DDL: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS graph_edges_target ON graph_edges (dataset_id, target_id)",
 ];
 
-pub(crate) async fn create(conn: &DatabaseConnection) -> Result<()> {
-    for ddl in DDL {
-        conn.execute_unprepared(ddl).await.map_err(db_err)?;
+#[derive(DeriveMigrationName)]
+struct M20261130Initial;
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261130Initial {
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        for ddl in INITIAL {
+            manager.get_connection().execute_unprepared(ddl).await?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        for table in ["graph_edges", "graph_nodes", "pipeline_runs", "data", "acls", "datasets", "users"] {
+            manager.get_connection().execute_unprepared(&format!("DROP TABLE IF EXISTS {table}")).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Every migration, in order.
+pub struct Migrator;
+
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(M20261130Initial)]
+    }
+}
+
+/// Applies pending migrations. The initial DDL is idempotent (`IF NOT
+/// EXISTS`), so databases created before migrations were recorded upgrade
+/// cleanly.
+pub(crate) async fn create(conn: &DatabaseConnection) -> Result<()> {
+    Migrator::up(conn, None).await.map_err(db_err)
 }

@@ -31,3 +31,20 @@ async fn connect_existing_does_not_create_a_database() {
     assert!(SqlDatabase::connect_existing(&url).await.expect("no error").is_none());
     assert!(!dir.path().join("absent.db").exists());
 }
+
+#[tokio::test]
+async fn migrations_are_recorded_once() {
+    use sea_orm::{ConnectionTrait, Statement};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("m.db").display());
+    SqlDatabase::connect(&url).await.unwrap();
+    let db = SqlDatabase::connect(&url).await.unwrap();
+    let row = db
+        .connection()
+        .query_one_raw(Statement::from_string(db.backend(), "SELECT COUNT(*) AS n FROM seaql_migrations"))
+        .await
+        .unwrap()
+        .unwrap();
+    let n: i64 = row.try_get("", "n").unwrap();
+    assert_eq!(n, 1, "the initial migration is applied once and recorded");
+}

@@ -48,12 +48,7 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     let tricky = "O'Brien said \"hi\" \\ d'Artagnan\nnext line";
     let mut alice = node(a, "Entity", "alice");
     alice.properties.insert("description".into(), json!(tricky));
-    let nodes = vec![
-        alice,
-        node(b, "Entity", "bob"),
-        node(c, "EntityType", "person"),
-        node(d, "Entity", "dave"),
-    ];
+    let nodes = vec![alice, node(b, "Entity", "bob"), node(c, "EntityType", "person"), node(d, "Entity", "dave")];
     store.upsert_nodes(ds, &nodes).await.unwrap();
     let edges = vec![
         Edge::new(a, "knows", b).with_text("alice knows bob's \"friend\"."),
@@ -227,14 +222,17 @@ async fn vector_large_batch(store: &dyn VectorStore, col: &str, spec: &Embedding
     let target = Uuid::new_v4();
     let rows: Vec<VectorRecord> = (0..n)
         .map(|i| {
-            let id = if i == n / 2 { target } else { Uuid::new_v4() };
             let x = i as f32 / n as f32;
-            record(id, vec![1.0, x, 1.0 - x, 0.25], "bulk", &[])
+            if i == n / 2 {
+                record(target, vec![0.0, 0.0, 0.0, 1.0], "needle", &[])
+            } else {
+                record(Uuid::new_v4(), vec![1.0, x, 1.0 - x, 0.0], "bulk", &[])
+            }
         })
         .collect();
     store.upsert(ds, col, rows).await.unwrap();
     assert_eq!(store.count(ds, col).await.unwrap(), n as u64, "a large batch lands whole");
-    let hits = store.search(ds, col, &[1.0, 0.5, 0.5, 0.25], Some(3), None).await.unwrap();
+    let hits = store.search(ds, col, &[0.0, 0.0, 0.1, 1.0], Some(3), None).await.unwrap();
     assert_eq!(hits.len(), 3);
     assert_eq!(hits[0].id, target, "the exact match wins among {n} rows");
     store.delete_dataset(ds).await.unwrap();

@@ -312,7 +312,8 @@ impl Engine {
         self.relational
             .runs
             .record_run(&PipelineRun {
-                id: Uuid::new_v4(),
+                // v7: time-ordered and monotonic in-process, so (created_at, id) keeps insertion order.
+                id: Uuid::now_v7(),
                 pipeline_run_id: run_id,
                 pipeline_name: pipeline.into(),
                 dataset_id: dataset,
