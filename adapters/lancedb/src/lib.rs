@@ -117,13 +117,7 @@ impl LanceVectorStore {
 }
 
 fn mismatch(dataset: DatasetId, stored: &EmbeddingSpec, model: &str, dims: usize) -> RecallError {
-    RecallError::EmbeddingDimensionMismatch {
-        dataset_id: dataset.to_string(),
-        stored_model: stored.model.clone(),
-        stored_dimensions: stored.dimensions,
-        configured_model: model.to_string(),
-        configured_dimensions: dims,
-    }
+    RecallError::embedding_mismatch(dataset, stored, model, dims)
 }
 
 fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[VectorRecord]) -> Result<RecordBatch> {

@@ -39,13 +39,7 @@ pub fn cosine_distance(a: &[f32], b: &[f32]) -> f64 {
 }
 
 fn mismatch(dataset: DatasetId, stored: &EmbeddingSpec, model: &str, dims: usize) -> RecallError {
-    RecallError::EmbeddingDimensionMismatch {
-        dataset_id: dataset.to_string(),
-        stored_model: stored.model.clone(),
-        stored_dimensions: stored.dimensions,
-        configured_model: model.to_string(),
-        configured_dimensions: dims,
-    }
+    RecallError::embedding_mismatch(dataset, stored, model, dims)
 }
 
 #[async_trait]

@@ -52,12 +52,7 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> Vec<SummaryRow>
         return Vec::new();
     }
     documents.sort_by(|a, b| prop_str(a, "name").cmp(&prop_str(b, "name")).then(a.id.cmp(&b.id)));
-    let chunk_doc: HashMap<Uuid, Uuid> = graph
-        .nodes
-        .iter()
-        .filter(|n| n.node_type == node_types::DOCUMENT_CHUNK)
-        .filter_map(|n| Some((n.id, Uuid::parse_str(prop_str(n, "document_id")?).ok()?)))
-        .collect();
+    let chunk_doc = chunk_documents(graph);
     // tf[doc][entity] = chunks of the document that mention the entity.
     let mut tf: HashMap<Uuid, HashMap<Uuid, usize>> = HashMap::new();
     for e in graph.edges.iter().filter(|e| e.relationship_name == "contains") {
@@ -238,14 +233,19 @@ impl Engine {
     }
 }
 
-/// TextSummary ids by the document of their chunk.
-fn summaries_by_document(graph: &Subgraph) -> HashMap<Uuid, Vec<Uuid>> {
-    let chunk_doc: HashMap<Uuid, Uuid> = graph
+/// Each chunk's document id.
+fn chunk_documents(graph: &Subgraph) -> HashMap<Uuid, Uuid> {
+    graph
         .nodes
         .iter()
         .filter(|n| n.node_type == node_types::DOCUMENT_CHUNK)
         .filter_map(|n| Some((n.id, Uuid::parse_str(prop_str(n, "document_id")?).ok()?)))
-        .collect();
+        .collect()
+}
+
+/// TextSummary ids by the document of their chunk.
+fn summaries_by_document(graph: &Subgraph) -> HashMap<Uuid, Vec<Uuid>> {
+    let chunk_doc = chunk_documents(graph);
     let mut out: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     for n in graph.nodes.iter().filter(|n| n.node_type == node_types::TEXT_SUMMARY) {
         if let Some(doc) =

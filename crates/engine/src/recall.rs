@@ -209,13 +209,9 @@ impl Engine {
     async fn check_embedding_width(&self, dataset: DatasetId) -> Result<()> {
         let configured = self.embedder.spec();
         match self.vectors.collection_spec(DOCUMENT_CHUNK_TEXT).await? {
-            Some(stored) if stored != configured => Err(RecallError::EmbeddingDimensionMismatch {
-                dataset_id: dataset.to_string(),
-                stored_model: stored.model,
-                stored_dimensions: stored.dimensions,
-                configured_model: configured.model,
-                configured_dimensions: configured.dimensions,
-            }),
+            Some(stored) if stored != configured => {
+                Err(RecallError::embedding_mismatch(dataset, &stored, &configured.model, configured.dimensions))
+            }
             _ => Ok(()),
         }
     }

@@ -153,13 +153,12 @@ impl Engine {
         let configured = self.embedder.spec();
         if let Some(stored) = self.vectors.collection_spec(DOCUMENT_CHUNK_TEXT).await? {
             if stored != configured {
-                return Err(RecallError::EmbeddingDimensionMismatch {
-                    dataset_id: dataset_name.to_string(),
-                    stored_model: stored.model,
-                    stored_dimensions: stored.dimensions,
-                    configured_model: configured.model,
-                    configured_dimensions: configured.dimensions,
-                });
+                return Err(RecallError::embedding_mismatch(
+                    dataset_name,
+                    &stored,
+                    &configured.model,
+                    configured.dimensions,
+                ));
             }
         }
 

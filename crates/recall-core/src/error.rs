@@ -205,6 +205,23 @@ impl RecallError {
         }
     }
 
+    /// `EmbeddingDimensionMismatchError`: `stored` is what the collection was built
+    /// with; `model`/`dimensions` what is being used now.
+    pub fn embedding_mismatch(
+        dataset: impl std::fmt::Display,
+        stored: &crate::ports::EmbeddingSpec,
+        model: &str,
+        dimensions: usize,
+    ) -> Self {
+        RecallError::EmbeddingDimensionMismatch {
+            dataset_id: dataset.to_string(),
+            stored_model: stored.model.clone(),
+            stored_dimensions: stored.dimensions,
+            configured_model: model.to_string(),
+            configured_dimensions: dimensions,
+        }
+    }
+
     /// `QueryValidationError("top_k must be a positive integer.")`.
     pub fn top_k_not_positive() -> Self {
         RecallError::QueryValidation("top_k must be a positive integer.".into())
