@@ -349,12 +349,7 @@ async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: 
 
 async fn recall(settings: &Settings, request: &RecallRequest, json: bool) -> Result<()> {
     // Validate before opening storage: bad input touches nothing.
-    if matches!(request.top_k, Some(k) if k <= 0) {
-        return Err(RecallError::top_k_not_positive());
-    }
-    if request.query_text.trim().is_empty() {
-        return Err(RecallError::empty_query());
-    }
+    request.validate()?;
     let (engine, _) = build_engine(settings, OpenMode::ExistingOnly).await?;
     let results = engine.recall(request).await?;
     if json {

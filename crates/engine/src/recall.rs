@@ -65,6 +65,20 @@ impl RecallRequest {
         self.top_k = Some(k);
         self
     }
+
+    /// The checks that need no I/O: a positive `top_k` and a non-blank query.
+    /// Returns `top_k` as a count (`None`: each retriever's default).
+    pub fn validate(&self) -> Result<Option<usize>> {
+        let top_k = match self.top_k {
+            Some(k) if k <= 0 => return Err(RecallError::top_k_not_positive()),
+            Some(k) => Some(usize::try_from(k).map_err(|_| RecallError::top_k_not_positive())?),
+            None => None,
+        };
+        if self.query_text.trim().is_empty() {
+            return Err(RecallError::empty_query());
+        }
+        Ok(top_k)
+    }
 }
 
 impl Engine {
@@ -76,14 +90,7 @@ impl Engine {
             SearchType::TripletCompletion => SearchType::GraphCompletion,
             t => t,
         });
-        let top_k = match request.top_k {
-            Some(k) if k <= 0 => return Err(RecallError::top_k_not_positive()),
-            Some(k) => Some(usize::try_from(k).map_err(|_| RecallError::top_k_not_positive())?),
-            None => None,
-        };
-        if request.query_text.trim().is_empty() {
-            return Err(RecallError::empty_query());
-        }
+        let top_k = request.validate()?;
 
         let user = self
             .relational
