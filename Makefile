@@ -35,6 +35,12 @@ run: build
 	@echo
 	@echo '$$ recall recall "What does the borrow checker enforce?" --top-k 1 --json'
 	@$(RECALL) recall "What does the borrow checker enforce?" --top-k 1 --json
+	@echo
+	@echo '$$ recall recall "waggle dance" --type CHUNKS_LEXICAL --top-k 1'
+	@$(RECALL) recall "waggle dance" --type CHUNKS_LEXICAL --top-k 1
+	@echo
+	@echo '$$ recall recall "What does a sourdough starter need?" --type GRAPH_COMPLETION --top-k 3 --only-context'
+	@$(RECALL) recall "What does a sourdough starter need?" --type GRAPH_COMPLETION --top-k 3 --only-context
 
 test: deps
 	@pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null || echo "NOTE: PostgreSQL is unreachable at 127.0.0.1:5432: the Postgres suites will be SKIPPED"

@@ -115,6 +115,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             chunks_per_batch: settings.chunks_per_batch,
             extraction_concurrency: settings.extraction_concurrency,
             triplet_embedding: settings.triplet_embedding,
+            allow_cypher_query: settings.allow_cypher_query,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

@@ -16,7 +16,7 @@ struct Cli {
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// A TOML file of settings (see config/default.toml).
-    #[arg(long, global = true)]
+    #[arg(long = "config-file", global = true)]
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -37,20 +37,10 @@ enum Command {
         json: bool,
     },
     /// Ask memory a question.
-    Recall {
-        query: String,
-        /// Search type, e.g. CHUNKS (default: chosen automatically).
-        #[arg(long = "type", short = 't')]
-        query_type: Option<String>,
-        /// Dataset name (repeatable; default: every dataset you can read).
-        #[arg(long, short)]
-        dataset: Vec<String>,
-        #[arg(long, default_value_t = recall_engine::DEFAULT_TOP_K, allow_negative_numbers = true)]
-        top_k: i64,
-        /// Print the results as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Recall(SearchArgs),
+    /// The legacy search entry: the same options as `recall`, with
+    /// GRAPH_COMPLETION as the default type instead of automatic routing.
+    Search(SearchArgs),
     /// Show the configured adapters and check that each answers.
     Doctor,
     /// List your datasets.
@@ -80,6 +70,105 @@ enum Command {
     },
 }
 
+/// The options of `recall recall` and `recall search`.
+#[derive(clap::Args)]
+struct SearchArgs {
+    query: String,
+    /// Search type, e.g. CHUNKS or GRAPH_COMPLETION (default: chosen automatically).
+    #[arg(long = "type", short = 't')]
+    query_type: Option<String>,
+    /// Dataset name (repeatable; default: every dataset you can read).
+    #[arg(long, short)]
+    dataset: Vec<String>,
+    #[arg(long, default_value_t = recall_engine::DEFAULT_TOP_K, allow_negative_numbers = true)]
+    top_k: i64,
+    /// Return what the LLM would receive instead of calling it.
+    #[arg(long)]
+    only_context: bool,
+    /// Override the system prompt of completion types.
+    #[arg(long)]
+    system_prompt: Option<String>,
+    /// A system-prompt template: a built-in name or a file.
+    #[arg(long)]
+    system_prompt_path: Option<String>,
+    /// Append the Evidence block and fill metadata.evidence.
+    #[arg(long)]
+    include_references: bool,
+    /// A JSON Schema file: completions are structured and validated against it.
+    #[arg(long, value_name = "FILE")]
+    response_schema: Option<PathBuf>,
+    /// Node-set filter (repeatable).
+    #[arg(long)]
+    node_name: Vec<String>,
+    /// OR (any node set) or AND (all of them).
+    #[arg(long, default_value = "OR")]
+    node_name_filter_operator: String,
+    /// retriever_specific_config entry, KEY=VALUE; VALUE is JSON or a plain string (repeatable).
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    retriever_config: Vec<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    wide_search_top_k: Option<i64>,
+    #[arg(long, allow_negative_numbers = true)]
+    triplet_distance_penalty: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.0)]
+    feedback_influence: f64,
+    #[arg(long, allow_negative_numbers = true)]
+    neighborhood_depth: Option<i64>,
+    #[arg(long, allow_negative_numbers = true)]
+    neighborhood_seed_top_k: Option<i64>,
+    /// Skip automatic routing (HYBRID_COMPLETION when an LLM is configured).
+    #[arg(long)]
+    no_auto_route: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl SearchArgs {
+    fn into_request(self, default_type: Option<SearchType>) -> Result<(RecallRequest, bool)> {
+        let mut request = RecallRequest::new(self.query).top_k(self.top_k);
+        request.query_type = match self.query_type {
+            Some(t) => Some(t.parse::<SearchType>()?),
+            None => default_type,
+        };
+        if !self.dataset.is_empty() {
+            request.datasets = Some(self.dataset);
+        }
+        request.only_context = self.only_context;
+        request.system_prompt = self.system_prompt;
+        request.system_prompt_path = self.system_prompt_path;
+        request.include_references = self.include_references;
+        if let Some(path) = self.response_schema {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                RecallError::invalid_input(format!("cannot read the response schema '{}': {e}", path.display()))
+            })?;
+            let schema = serde_json::from_str(&text).map_err(|e| RecallError::Validation {
+                name: "InvalidResponseSchemaError",
+                message: format!("Invalid response schema: '{}' is not JSON: {e}", path.display()),
+            })?;
+            request.response_schema = Some(schema);
+        }
+        if !self.node_name.is_empty() {
+            request.node_name = Some(self.node_name);
+        }
+        request.node_name_filter_operator = self.node_name_filter_operator;
+        for entry in self.retriever_config {
+            let (key, value) = entry
+                .split_once('=')
+                .ok_or_else(|| RecallError::invalid_input(format!("--config expects KEY=VALUE, got '{entry}'")))?;
+            let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+            request.retriever_specific_config.insert(key.trim().to_string(), value);
+        }
+        request.wide_search_top_k = self.wide_search_top_k;
+        request.triplet_distance_penalty = self.triplet_distance_penalty;
+        request.feedback_influence = self.feedback_influence;
+        request.neighborhood_depth = self.neighborhood_depth;
+        request.neighborhood_seed_top_k = self.neighborhood_seed_top_k;
+        request.auto_route = !self.no_auto_route;
+        Ok((request, self.json))
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
     Json,
@@ -106,13 +195,12 @@ async fn run(cli: Cli) -> Result<()> {
     let settings = Settings::load(cli.config.as_deref(), &Overrides { data_dir: cli.data_dir })?;
     match cli.command {
         Command::Remember { dataset, text, paths, json } => remember(&settings, &dataset, text, &paths, json).await,
-        Command::Recall { query, query_type, dataset, top_k, json } => {
-            let query_type = query_type.map(|t| t.parse::<SearchType>()).transpose()?;
-            let mut request = RecallRequest::new(query).top_k(top_k);
-            request.query_type = query_type;
-            if !dataset.is_empty() {
-                request.datasets = Some(dataset);
-            }
+        Command::Recall(args) => {
+            let (request, json) = args.into_request(None)?;
+            recall(&settings, &request, json).await
+        }
+        Command::Search(args) => {
+            let (request, json) = args.into_request(Some(SearchType::GraphCompletion))?;
             recall(&settings, &request, json).await
         }
         Command::Doctor => {
@@ -374,6 +462,13 @@ fn print_human(n: usize, r: &RecallResponse) {
             };
             let dataset = e.dataset_name.as_deref().unwrap_or("-");
             println!("{n}. [{} {}{score}] ({dataset}){source}", e.kind, e.search_type);
+            if let Some(system) = &e.system_prompt {
+                println!("   system prompt:");
+                for line in system.lines() {
+                    println!("   | {line}");
+                }
+                println!("   user prompt:");
+            }
             for line in e.text.lines() {
                 println!("   {line}");
             }

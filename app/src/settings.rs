@@ -23,6 +23,7 @@ const COGNEE_VARS: &[&str] = &[
     "EMBEDDING_PROVIDER",
     "DEFAULT_USER_EMAIL",
     "TRIPLET_EMBEDDING",
+    "ALLOW_CYPHER_QUERY",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +34,9 @@ pub struct Settings {
     pub chunks_per_batch: usize,
     pub extraction_concurrency: usize,
     pub triplet_embedding: bool,
+    /// CYPHER and NATURAL_LANGUAGE: true, 1 or yes (any case) enables them.
+    #[serde(deserialize_with = "flag")]
+    pub allow_cypher_query: bool,
     pub db_url: String,
     pub graph_url: String,
     pub graph_user: String,
@@ -138,6 +142,22 @@ impl Settings {
     }
 }
 
+/// A boolean given as true/false, 1/0 or yes/no, in any case (Cognee's env flags).
+fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Int(i64),
+        Str(String),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::Bool(b) => b,
+        Raw::Int(n) => n == 1,
+        Raw::Str(s) => matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -173,5 +193,27 @@ mod tests {
             assert!(Settings::load(None, &Overrides::default()).is_err());
             Ok(())
         });
+    }
+
+    #[test]
+    fn allow_cypher_query_accepts_cognee_spellings() {
+        #[derive(serde::Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "super::flag")]
+            v: bool,
+        }
+        for (raw, want) in [
+            ("true", true),
+            ("\"True\"", true),
+            ("\"yes\"", true),
+            ("1", true),
+            ("\"1\"", true),
+            ("false", false),
+            ("\"no\"", false),
+            ("0", false),
+        ] {
+            let t: T = serde_json::from_str(&format!("{{\"v\": {raw}}}")).unwrap_or(T { v: !want });
+            assert_eq!(t.v, want, "{raw}");
+        }
     }
 }

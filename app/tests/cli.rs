@@ -123,3 +123,63 @@ fn remember_recall_graph_and_forget_from_the_command_line() {
     let o = recall(d, &["forget", "--dataset", "docs"]);
     assert!(stderr(&o).contains("[DatasetNotFoundError] (HTTP 404)"));
 }
+
+#[test]
+fn every_search_option_is_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = recall(d, &["remember", "--dataset", "docs", &samples()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Lexical search finds the exact term.
+    let o = recall(d, &["recall", "borrow checker", "--type", "CHUNKS_LEXICAL", "--top-k", "1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(results[0]["metadata"]["document_name"], "rust-ownership.md", "{results}");
+    assert_eq!(results[0]["score"], Value::Null);
+
+    // only_context on a completion type needs no LLM: the prompt pair comes back.
+    let o = recall(
+        d,
+        &[
+            "search",
+            "What does the borrow checker enforce?",
+            "--only-context",
+            "--system-prompt",
+            "Be terse.",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(results.as_array().unwrap().len(), 1);
+    assert_eq!(results[0]["search_type"], "GRAPH_COMPLETION", "search defaults to GRAPH_COMPLETION");
+    assert_eq!(results[0]["system_prompt"], "Be terse.");
+    assert!(results[0]["text"].as_str().unwrap().contains("Connections:"));
+
+    // retriever_specific_config and node filters parse; bad values are typed errors.
+    let o = recall(
+        d,
+        &["recall", "starter", "--type", "HYBRID_COMPLETION", "--only-context", "--config", "chunks_top_k=2", "--json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = serde_json::from_str::<Value>(&stdout(&o)).unwrap()[0]["text"].as_str().unwrap().to_string();
+    assert!(text.contains("## Relevant passages"), "{text}");
+    let o = recall(
+        d,
+        &["recall", "starter", "--type", "HYBRID_COMPLETION", "--only-context", "--config", "chunks_top_k=lots"],
+    );
+    assert!(stderr(&o).contains("[InvalidRetrieverConfig] (HTTP 422)"), "{}", stderr(&o));
+    let o = recall(d, &["recall", "starter", "--type", "HYBRID_COMPLETION", "--wide-search-top-k", "5"]);
+    assert!(
+        stderr(&o).contains("[InvalidHybridSearchConfig] (HTTP 422): wide_search_top_k requires query_type=SearchType.GRAPH_COMPLETION."),
+        "{}",
+        stderr(&o)
+    );
+    let schema = d.join("schema.json");
+    std::fs::write(&schema, "{not json").unwrap();
+    let o = recall(d, &["recall", "x", "--type", "RAG_COMPLETION", "--response-schema", schema.to_str().unwrap()]);
+    assert!(stderr(&o).contains("[InvalidResponseSchemaError] (HTTP 422)"), "{}", stderr(&o));
+    let o = recall(d, &["recall", "MATCH (n) RETURN n", "--type", "CYPHER"]);
+    assert!(stderr(&o).contains("[SearchTypeDisabledError] (HTTP 403)"), "{}", stderr(&o));
+}

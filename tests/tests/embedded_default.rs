@@ -160,8 +160,11 @@ async fn bad_requests_get_typed_errors_and_write_nothing() {
     assert_eq!(err.http_status(), 404);
 
     // A type with no retriever yet is an error, never an empty result.
-    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::Cypher)).await.unwrap_err();
+    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::GraphReport)).await.unwrap_err();
     assert!(matches!(err, RecallError::UnsupportedSearchType(_)), "{err:?}");
+    // CYPHER is off unless ALLOW_CYPHER_QUERY is set.
+    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::Cypher)).await.unwrap_err();
+    assert!(matches!(err, RecallError::SearchTypeDisabled(SearchType::Cypher)), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -459,8 +459,32 @@ impl GraphStore for Neo4jGraphStore {
         self.graph.run(q).await.map_err(err)
     }
 
+    fn supports_cypher(&self) -> bool {
+        true
+    }
+
+    async fn query_cypher(&self, dataset: DatasetId, cypher: &str) -> Result<Vec<Map<String, Value>>> {
+        let rows = self.rows(query(cypher).param("dataset_id", dataset.to_string())).await?;
+        rows.iter()
+            .map(|row| {
+                let map: Map<String, Value> = row.to().map_err(de)?;
+                Ok(map.into_iter().map(|(k, v)| (k, decode_value(v))).collect())
+            })
+            .collect()
+    }
+
     async fn healthcheck(&self) -> Result<()> {
         self.healthcheck_bolt().await
+    }
+}
+
+/// Decodes `b64:` strings anywhere inside a result value.
+fn decode_value(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(decode(s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(decode_value).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, decode_value(v))).collect()),
+        other => other,
     }
 }
 

@@ -48,11 +48,13 @@ impl Engine {
     /// dataset row, so an interrupted forget can simply be repeated.
     pub async fn forget_dataset(&self, name: &str) -> Result<Dataset> {
         let dataset = self.owned_dataset(name).await?;
+        self.bump_data_version(dataset.id);
         self.vectors.delete_dataset(dataset.id).await?;
         self.graph.delete_dataset(dataset.id).await?;
         self.relational.data.delete_dataset_data(dataset.id).await?;
         self.relational.runs.delete_dataset_runs(dataset.id).await?;
         self.relational.datasets.delete_dataset(dataset.id).await?;
+        self.bump_data_version(dataset.id);
         Ok(dataset)
     }
 
@@ -64,6 +66,7 @@ impl Engine {
     pub async fn forget_document(&self, dataset_name: &str, document: &str) -> Result<ForgetOutcome> {
         let dataset = self.owned_dataset(dataset_name).await?;
         let item = self.find_item(&dataset, document).await?;
+        self.bump_data_version(dataset.id);
         let graph = self.graph.get_graph(dataset.id).await?;
         let doc_key = item.id.to_string();
 
@@ -168,6 +171,7 @@ impl Engine {
         self.relational.data.delete_data(dataset.id, item.id).await?;
 
         let nodes_deleted = graph.nodes.iter().filter(|n| doomed_nodes.contains(&n.id)).count();
+        self.bump_data_version(dataset.id);
         Ok(ForgetOutcome {
             dataset_name: dataset.name,
             document_name: Some(item.name),

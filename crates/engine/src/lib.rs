@@ -39,6 +39,8 @@ pub struct EngineConfig {
     pub extraction_concurrency: usize,
     /// Also embed each relation as a `Triplet_text` row (`TRIPLET_EMBEDDING`).
     pub triplet_embedding: bool,
+    /// `ALLOW_CYPHER_QUERY`: CYPHER and NATURAL_LANGUAGE run only when true.
+    pub allow_cypher_query: bool,
 }
 
 impl Default for EngineConfig {
@@ -50,6 +52,7 @@ impl Default for EngineConfig {
             chunks_per_batch: 500,
             extraction_concurrency: 8,
             triplet_embedding: false,
+            allow_cypher_query: false,
         }
     }
 }
@@ -66,6 +69,9 @@ pub struct Engine {
     pub(crate) extractor: Arc<dyn GraphExtractor>,
     pub(crate) summarizer: Arc<dyn Summarizer>,
     pub(crate) retrievers: RetrieverRegistry,
+    /// Per-dataset data versions, bumped on every graph write, so retriever
+    /// caches (the BM25 index) rebuild when the data changes.
+    pub(crate) data_versions: Arc<std::sync::Mutex<std::collections::HashMap<recall_core::DatasetId, u64>>>,
 }
 
 /// Builds an [`Engine`] from its ports. Retriever registration is explicit and
@@ -125,6 +131,8 @@ impl EngineBuilder {
     }
 
     /// Registers a retriever for a search type, replacing the built-in one.
+    /// Registers a retriever for a search type, replacing the built-in one
+    /// (Cognee's `use_retriever`). Registration happens once, at build time.
     pub fn register_retriever(mut self, search_type: SearchType, retriever: Arc<dyn Retriever>) -> Self {
         self.retrievers.register(search_type, retriever);
         self
@@ -154,11 +162,24 @@ impl EngineBuilder {
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,
+            data_versions: Default::default(),
         })
     }
 }
 
 impl Engine {
+    /// The dataset's current data version.
+    pub(crate) fn data_version(&self, dataset: recall_core::DatasetId) -> u64 {
+        self.data_versions.lock().map(|m| m.get(&dataset).copied().unwrap_or(0)).unwrap_or(0)
+    }
+
+    /// Marks the dataset's data as changed.
+    pub(crate) fn bump_data_version(&self, dataset: recall_core::DatasetId) {
+        if let Ok(mut m) = self.data_versions.lock() {
+            *m.entry(dataset).or_insert(0) += 1;
+        }
+    }
+
     /// Whether a usable LLM is configured (decides the no-`query_type` default).
     pub fn llm_available(&self) -> bool {
         self.llm.is_some()

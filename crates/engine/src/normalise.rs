@@ -1,6 +1,7 @@
 //! One search payload becomes N result items (spec/recall.md §10.1).
 
 use recall_core::{Dataset, ResponseGraphEntry, SearchType};
+use recall_retrievers::evidence::EvidenceReference;
 use recall_retrievers::RetrievedContext;
 use serde_json::{json, Map, Value};
 
@@ -13,6 +14,13 @@ pub(crate) struct SearchResultPayload {
     pub completion: Option<Vec<Value>>,
     pub context: Option<RetrievedContext>,
     pub only_context: bool,
+    /// `only_context` on a single-prompt completion type: the prompt pair.
+    pub user_prompt: Option<String>,
+    pub system_prompt: Option<String>,
+    /// `include_references`: structured references, copied to every item's metadata.
+    pub evidence: Vec<EvidenceReference>,
+    /// Object entries of the completion are structured answers.
+    pub structured: bool,
     /// Why this dataset contributed nothing (partial "no data").
     #[allow(dead_code)]
     pub error: Option<String>,
@@ -21,6 +29,11 @@ pub(crate) struct SearchResultPayload {
 const TEXT_KEYS: [&str; 6] = ["text", "completion", "summary", "name", "content", "answer"];
 
 pub(crate) fn normalise_payload(payload: &SearchResultPayload) -> Vec<ResponseGraphEntry> {
+    if let (true, Some(user_prompt)) = (payload.only_context, payload.user_prompt.as_ref()) {
+        let mut entry = item(payload, Value::String(user_prompt.clone()));
+        entry.system_prompt = payload.system_prompt.clone();
+        return vec![entry];
+    }
     let entries: Vec<Value> = if payload.only_context {
         payload.context.as_ref().map(|c| c.entries().into_iter().map(Value::String).collect()).unwrap_or_default()
     } else if let Some(completion) = &payload.completion {
@@ -64,18 +77,24 @@ fn item(payload: &SearchResultPayload, entry: Value) -> ResponseGraphEntry {
             (text, raw)
         }
     };
-    let score = raw.get("score").and_then(Value::as_f64);
+    let structured =
+        (payload.structured && !payload.only_context && raw.get("value").is_none()).then(|| Value::Object(raw.clone()));
+    let score = if structured.is_some() { None } else { raw.get("score").and_then(Value::as_f64) };
+    let mut metadata = if structured.is_some() { Map::new() } else { provenance(&raw) };
+    if !payload.evidence.is_empty() {
+        metadata.insert("evidence".into(), serde_json::to_value(&payload.evidence).unwrap_or(Value::Null));
+    }
     ResponseGraphEntry {
-        kind: payload.search_type.result_kind().to_string(),
+        kind: if structured.is_some() { "structured".into() } else { payload.search_type.result_kind().to_string() },
         search_type: payload.search_type,
         text,
         system_prompt: None,
         score,
         dataset_id: payload.dataset.as_ref().map(|d| d.id.to_string()),
         dataset_name: payload.dataset.as_ref().map(|d| d.name.clone()),
-        metadata: provenance(&raw),
+        metadata,
         raw,
-        structured: None,
+        structured,
     }
 }
 
@@ -116,6 +135,10 @@ mod tests {
             completion,
             context,
             only_context,
+            user_prompt: None,
+            system_prompt: None,
+            evidence: Vec::new(),
+            structured: false,
             error: None,
         }
     }

@@ -8,6 +8,7 @@ use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::{Dataset, DatasetId, RecallError, RecallResponse, Result, SearchType, User};
 use recall_retrievers::{FilterOperator, RetrievalContext, RetrievedContext, RetrieverOptions};
+use serde_json::{Map, Value};
 
 use crate::normalise::{normalise_payload, SearchResultPayload};
 use crate::Engine;
@@ -33,6 +34,23 @@ pub struct RecallRequest {
     /// `"OR"` or `"AND"` (anything but AND means OR).
     pub node_name_filter_operator: String,
     pub system_prompt: Option<String>,
+    /// A built-in prompt name or a file; used when `system_prompt` is unset.
+    pub system_prompt_path: Option<String>,
+    /// The `Evidence:` block and `metadata.evidence` (retrievers.md §12).
+    pub include_references: bool,
+    /// JSON Schema for structured answers (the `response_model` of Cognee).
+    pub response_schema: Option<Value>,
+    /// Extra per-type settings (seed 002), e.g. `chunks_top_k`, `max_iter`.
+    pub retriever_specific_config: Map<String, Value>,
+    /// Graph family only; rejected on HYBRID_COMPLETION.
+    pub wide_search_top_k: Option<i64>,
+    /// Graph family only; rejected on HYBRID_COMPLETION.
+    pub triplet_distance_penalty: Option<f64>,
+    /// In [0, 1]; > 0 makes HYBRID_COMPLETION defer to GRAPH_COMPLETION.
+    pub feedback_influence: f64,
+    /// k-hop projection; makes HYBRID_COMPLETION defer to GRAPH_COMPLETION.
+    pub neighborhood_depth: Option<i64>,
+    pub neighborhood_seed_top_k: Option<i64>,
 }
 
 impl RecallRequest {
@@ -48,7 +66,47 @@ impl RecallRequest {
             node_name: None,
             node_name_filter_operator: "OR".into(),
             system_prompt: None,
+            system_prompt_path: None,
+            include_references: false,
+            response_schema: None,
+            retriever_specific_config: Map::new(),
+            wide_search_top_k: None,
+            triplet_distance_penalty: None,
+            feedback_influence: 0.0,
+            neighborhood_depth: None,
+            neighborhood_seed_top_k: None,
         }
+    }
+
+    pub fn only_context(mut self, on: bool) -> Self {
+        self.only_context = on;
+        self
+    }
+
+    pub fn include_references(mut self, on: bool) -> Self {
+        self.include_references = on;
+        self
+    }
+
+    pub fn response_schema(mut self, schema: Value) -> Self {
+        self.response_schema = Some(schema);
+        self
+    }
+
+    pub fn node_name<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.node_name = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets one `retriever_specific_config` key.
+    pub fn config(mut self, key: &str, value: Value) -> Self {
+        self.retriever_specific_config.insert(key.to_string(), value);
+        self
     }
 
     pub fn query_type(mut self, t: SearchType) -> Self {
@@ -77,7 +135,72 @@ impl RecallRequest {
         if self.query_text.trim().is_empty() {
             return Err(RecallError::empty_query());
         }
+        let positive = |name: &str, v: Option<i64>| match v {
+            Some(n) if n <= 0 => Err(RecallError::QueryValidation(format!("{name} must be a positive integer."))),
+            _ => Ok(()),
+        };
+        positive("wide_search_top_k", self.wide_search_top_k)?;
+        positive("neighborhood_depth", self.neighborhood_depth)?;
+        positive("neighborhood_seed_top_k", self.neighborhood_seed_top_k)?;
+        if !(0.0..=1.0).contains(&self.feedback_influence) {
+            return Err(RecallError::Validation {
+                name: "InvalidFeedbackInfluenceError",
+                message: "feedback_influence must be in range [0, 1]".into(),
+            });
+        }
+        if let Some(p) = self.triplet_distance_penalty {
+            if !p.is_finite() || p < 0.0 {
+                return Err(RecallError::QueryValidation(
+                    "triplet_distance_penalty must be a non-negative number.".into(),
+                ));
+            }
+        }
+        if let Some(schema) = &self.response_schema {
+            recall_retrievers::completion::compile_schema(schema)?;
+        }
+        let rsc = &self.retriever_specific_config;
+        if rsc.get("skills").is_some_and(truthy) || rsc.get("tools").is_some_and(|v| !v.is_null()) {
+            return Err(RecallError::UnsupportedSearchType(
+                "Unsupported search type: skills/tools are supported only with SearchType.AGENTIC_COMPLETION".into(),
+            ));
+        }
         Ok(top_k)
+    }
+
+    fn retriever_options(&self, top_k: Option<usize>) -> RetrieverOptions {
+        let as_usize = |v: Option<i64>| v.and_then(|n| usize::try_from(n).ok());
+        RetrieverOptions {
+            top_k,
+            node_name: self.node_name.clone(),
+            node_name_filter_operator: if self.node_name_filter_operator.eq_ignore_ascii_case("AND") {
+                FilterOperator::And
+            } else {
+                FilterOperator::Or
+            },
+            only_context: self.only_context,
+            system_prompt: self.system_prompt.clone(),
+            system_prompt_path: self.system_prompt_path.clone(),
+            include_references: self.include_references,
+            response_schema: self.response_schema.clone(),
+            wide_search_top_k: as_usize(self.wide_search_top_k),
+            triplet_distance_penalty: self.triplet_distance_penalty,
+            feedback_influence: self.feedback_influence,
+            neighborhood_depth: as_usize(self.neighborhood_depth),
+            neighborhood_seed_top_k: as_usize(self.neighborhood_seed_top_k),
+            retriever_specific_config: self.retriever_specific_config.clone(),
+        }
+    }
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
     }
 }
 
@@ -85,11 +208,6 @@ impl Engine {
     /// Asks memory a question. Validates before any I/O; an invalid request
     /// reads and writes nothing.
     pub async fn recall(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
-        // Deprecated type: TRIPLET_COMPLETION runs GRAPH_COMPLETION (spec/recall.md §1).
-        let pinned = request.query_type.map(|t| match t {
-            SearchType::TripletCompletion => SearchType::GraphCompletion,
-            t => t,
-        });
         let top_k = request.validate()?;
 
         let user = self
@@ -99,63 +217,157 @@ impl Engine {
             .await?
             .ok_or(RecallError::RecallPrecondition)?;
 
-        let search_type = match pinned {
+        let search_type = match request.query_type {
             Some(t) => t,
             None if !self.llm_available() => SearchType::Chunks,
             None if request.auto_route => recall_routing::route_query(&request.query_text).search_type,
             None => SearchType::HybridCompletion,
         };
-        // Unsupported types fail before any dataset is touched.
-        let retriever = self.retrievers.get(search_type)?;
+        self.check_search_type(search_type, request)?;
 
         let datasets = self.resolve_datasets(&user, request).await?;
+        let options = request.retriever_options(top_k);
 
-        let options = RetrieverOptions {
-            top_k,
-            node_name: request.node_name.clone(),
-            node_name_filter_operator: if request.node_name_filter_operator.eq_ignore_ascii_case("AND") {
-                FilterOperator::And
-            } else {
-                FilterOperator::Or
-            },
-            only_context: request.only_context,
-            system_prompt: request.system_prompt.clone(),
-            retriever_specific_config: Default::default(),
-        };
-
-        let tasks = datasets.iter().map(|dataset| {
-            let ctx = RetrievalContext {
-                dataset: dataset.clone(),
-                graph: self.graph.clone(),
-                vectors: self.vectors.clone(),
-                embedder: self.embedder.clone(),
-                llm: self.llm.clone(),
-            };
-            let retriever = retriever.clone();
-            let options = &options;
-            let query = request.query_text.as_str();
-            async move {
-                self.check_embedding_width(dataset.id).await?;
-                let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
-                let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
-                let completion = if options.only_context {
-                    None
-                } else {
-                    retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?
-                };
-                Ok::<_, RecallError>(SearchResultPayload {
-                    dataset: Some(dataset.clone()),
-                    search_type,
-                    completion,
-                    context: Some(context),
-                    only_context: options.only_context,
-                    error: None,
-                })
-            }
-        });
+        let tasks = datasets.iter().map(|dataset| self.search_dataset(dataset, search_type, request, &options));
         let outcomes = join_all(tasks).await;
         let payloads = self.collect_payloads(&datasets, outcomes, search_type, request.only_context).await?;
         Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
+    }
+
+    /// The retriever-factory checks that need no I/O (retrievers.md §1.4).
+    fn check_search_type(&self, search_type: SearchType, request: &RecallRequest) -> Result<()> {
+        if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
+            return Err(RecallError::SearchTypeDisabled(search_type));
+        }
+        if search_type == SearchType::HybridCompletion {
+            for (name, set) in [
+                ("wide_search_top_k", request.wide_search_top_k.is_some()),
+                ("triplet_distance_penalty", request.triplet_distance_penalty.is_some()),
+            ] {
+                if set {
+                    return Err(RecallError::Validation {
+                        name: "InvalidHybridSearchConfig",
+                        message: format!("{name} requires query_type=SearchType.GRAPH_COMPLETION."),
+                    });
+                }
+            }
+        }
+        if search_type != SearchType::FeelingLucky {
+            // Unsupported types fail before any dataset is touched.
+            self.retrievers.get(search_type)?;
+        }
+        Ok(())
+    }
+
+    /// The stores, models and data version for one dataset.
+    fn retrieval_context(&self, dataset: &Dataset) -> RetrievalContext {
+        RetrievalContext {
+            dataset: dataset.clone(),
+            graph: self.graph.clone(),
+            vectors: self.vectors.clone(),
+            embedder: self.embedder.clone(),
+            llm: self.llm.clone(),
+            data_version: self.data_version(dataset.id),
+        }
+    }
+
+    /// The type that actually runs on this dataset: FEELING_LUCKY resolved
+    /// by the LLM, HYBRID_COMPLETION deferred to GRAPH_COMPLETION where it
+    /// cannot run (spec/recall.md §9).
+    async fn effective_type(
+        &self,
+        ctx: &RetrievalContext,
+        requested: SearchType,
+        request: &RecallRequest,
+    ) -> Result<SearchType> {
+        let mut t = requested;
+        if t == SearchType::FeelingLucky {
+            t = if self.graph.is_empty(ctx.dataset.id).await? {
+                SearchType::HybridCompletion
+            } else {
+                self.select_search_type(ctx, &request.query_text).await
+            };
+            tracing::info!(search_type = %t, "FEELING_LUCKY chose a search type");
+        }
+        if t == SearchType::HybridCompletion {
+            let defer = request.neighborhood_depth.is_some()
+                || request.feedback_influence > 0.0
+                || (!self.graph.is_empty(ctx.dataset.id).await?
+                    && !self.vectors.has_collection(ctx.dataset.id, DOCUMENT_CHUNK_TEXT).await.unwrap_or(true));
+            if defer {
+                tracing::warn!(
+                    "HYBRID_COMPLETION is not available for this search; answering with GRAPH_COMPLETION instead."
+                );
+                t = SearchType::GraphCompletion;
+            }
+        }
+        Ok(t)
+    }
+
+    /// FEELING_LUCKY: the LLM names a search type; anything unusable is RAG_COMPLETION.
+    async fn select_search_type(&self, ctx: &RetrievalContext, query: &str) -> SearchType {
+        let Ok(system) = recall_retrievers::prompts::system(recall_retrievers::prompts::SEARCH_TYPE_SELECTOR) else {
+            return SearchType::RagCompletion;
+        };
+        match recall_retrievers::completion::chat(ctx, "FEELING_LUCKY", &system, query).await {
+            Ok(answer) => {
+                let name = answer.trim().trim_matches(|c: char| c == '`' || c == '"' || c == '.').to_uppercase();
+                match name.parse::<SearchType>() {
+                    Ok(t)
+                        if !matches!(t, SearchType::Code | SearchType::FeelingLucky) && self.retrievers.contains(t) =>
+                    {
+                        t
+                    }
+                    _ => SearchType::RagCompletion,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "FEELING_LUCKY selection failed; using RAG_COMPLETION");
+                SearchType::RagCompletion
+            }
+        }
+    }
+
+    /// Runs the three retriever steps on one dataset.
+    async fn search_dataset(
+        &self,
+        dataset: &Dataset,
+        requested: SearchType,
+        request: &RecallRequest,
+        options: &RetrieverOptions,
+    ) -> Result<SearchResultPayload> {
+        self.check_embedding_width(dataset.id).await?;
+        let ctx = self.retrieval_context(dataset);
+        let search_type = self.effective_type(&ctx, requested, request).await?;
+        if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
+            return Err(RecallError::SearchTypeDisabled(search_type));
+        }
+        let retriever = self.retrievers.get(search_type)?;
+        let query = request.query_text.as_str();
+        let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
+        let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
+        let (completion, preview) = if options.only_context {
+            (None, retriever.prompt_preview(&ctx, query, &context, options).await?)
+        } else {
+            (retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?, None)
+        };
+        let evidence = if options.include_references {
+            retriever.get_context_evidence(&ctx, &objects, options).await?
+        } else {
+            Vec::new()
+        };
+        Ok(SearchResultPayload {
+            dataset: Some(dataset.clone()),
+            search_type,
+            completion,
+            context: Some(context),
+            only_context: options.only_context,
+            user_prompt: preview.as_ref().map(|p| p.user_prompt.clone()),
+            system_prompt: preview.map(|p| p.system_prompt),
+            evidence,
+            structured: options.response_schema.is_some() && retriever.is_generative(),
+            error: None,
+        })
     }
 
     /// Dataset ids (each must be readable), else names resolved strictly among
@@ -262,6 +474,10 @@ impl Engine {
                 completion: None,
                 context: only_context.then(|| RetrievedContext::List(Vec::new())),
                 only_context,
+                user_prompt: None,
+                system_prompt: None,
+                evidence: Vec::new(),
+                structured: false,
                 error: Some(reason),
             });
         }

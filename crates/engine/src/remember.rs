@@ -259,6 +259,8 @@ impl Engine {
             Ok(())
         }
         .await;
+        // Written or partly written (and compensated): either way caches are stale.
+        self.bump_data_version(dataset.id);
         let info = json!({"items_added": outcome.items_added, "chunks": outcome.chunks_written});
         self.finish_run(dataset.id, run_id, pipelines::COGNIFY, &result, info).await?;
         result.map(|()| outcome)

@@ -62,6 +62,49 @@ pub trait GraphStore: Send + Sync {
     /// Deletes every node and edge of a dataset.
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
 
+    /// The nodes tagged with the filter's node sets (`belongs_to_set`), every
+    /// edge touching them, and those edges' other endpoints. The default reads
+    /// the dataset's graph; adapters may push the filter down.
+    async fn nodeset_subgraph(&self, dataset: DatasetId, filter: &NodeSetFilter) -> Result<Subgraph> {
+        let graph = self.get_graph(dataset).await?;
+        let members: std::collections::HashSet<Uuid> = graph
+            .nodes
+            .iter()
+            .filter(|n| {
+                let tags: Vec<String> = n
+                    .properties
+                    .get("belongs_to_set")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                filter.matches(&tags)
+            })
+            .map(|n| n.id)
+            .collect();
+        let edges: Vec<Edge> = graph
+            .edges
+            .into_iter()
+            .filter(|e| members.contains(&e.source_node_id) || members.contains(&e.target_node_id))
+            .collect();
+        let keep: std::collections::HashSet<Uuid> =
+            edges.iter().flat_map(|e| [e.source_node_id, e.target_node_id]).chain(members.iter().copied()).collect();
+        Ok(Subgraph { nodes: graph.nodes.into_iter().filter(|n| keep.contains(&n.id)).collect(), edges })
+    }
+
+    /// Whether [`GraphStore::query_cypher`] is available.
+    fn supports_cypher(&self) -> bool {
+        false
+    }
+
+    /// Runs a Cypher query with `$dataset_id` bound to the dataset; one JSON
+    /// object per row. Stores that do not speak Cypher refuse.
+    async fn query_cypher(&self, _dataset: DatasetId, _query: &str) -> Result<Vec<Map<String, Value>>> {
+        Err(crate::RecallError::SearchTypeNotSupported(format!(
+            "The graph store '{}' does not run Cypher queries.",
+            self.name()
+        )))
+    }
+
     async fn healthcheck(&self) -> Result<()> {
         Ok(())
     }

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::{RecallError, Result};
+
 use serde_json::{json, Value};
 
 use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
@@ -20,6 +21,37 @@ impl Default for ChunksRetriever {
     }
 }
 
+/// The hits of one collection as payload dicts with `id` and `score` (the
+/// raw distance). A collection the dataset has no rows in is `NoDataError`.
+pub(crate) async fn vector_payloads(
+    ctx: &RetrievalContext,
+    collection: &str,
+    query: &str,
+    limit: usize,
+    filter: Option<recall_core::ports::NodeSetFilter>,
+) -> Result<Vec<Value>> {
+    let dataset = ctx.dataset.id;
+    if !ctx.vectors.has_collection(dataset, collection).await? {
+        return Err(no_chunks());
+    }
+    let vector = ctx.embed_query(query).await?;
+    let hits = ctx.vectors.search(dataset, collection, &vector, Some(limit), filter).await?;
+    Ok(hits.into_iter().map(hit_payload).collect())
+}
+
+/// A hit's payload with `id` filled in and `score` set.
+pub(crate) fn hit_payload(hit: recall_core::ports::ScoredResult) -> Value {
+    let mut payload = hit.payload;
+    payload.entry("id").or_insert_with(|| json!(hit.id.to_string()));
+    payload.insert("score".into(), json!(hit.score));
+    Value::Object(payload)
+}
+
+/// The `text` of each object, joined by newlines.
+pub(crate) fn passages(objects: &[Value]) -> String {
+    objects.iter().filter_map(|o| o.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+}
+
 /// Raised when the dataset has no chunk vectors at all.
 pub(crate) fn no_chunks() -> RecallError {
     RecallError::NoData("No data found in the system, please add data first.".into())
@@ -33,28 +65,8 @@ impl Retriever for ChunksRetriever {
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let dataset = ctx.dataset.id;
-        if !ctx.vectors.has_collection(dataset, DOCUMENT_CHUNK_TEXT).await? {
-            return Err(no_chunks());
-        }
-        let vector = ctx
-            .embedder
-            .embed(&[query.to_string()])
-            .await?
-            .pop()
-            .ok_or_else(|| RecallError::Provider("embedder returned no vector for the query".into()))?;
         let limit = options.top_k.unwrap_or(self.default_top_k);
-        let filter = options.node_set_filter();
-        let hits = ctx.vectors.search(dataset, DOCUMENT_CHUNK_TEXT, &vector, Some(limit), filter).await?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| {
-                let mut payload = hit.payload;
-                payload.entry("id").or_insert_with(|| json!(hit.id.to_string()));
-                payload.insert("score".into(), json!(hit.score));
-                Value::Object(payload)
-            })
-            .collect())
+        vector_payloads(ctx, DOCUMENT_CHUNK_TEXT, query, limit, options.node_set_filter()).await
     }
 
     async fn get_context_from_objects(
@@ -64,8 +76,7 @@ impl Retriever for ChunksRetriever {
         objects: &[Value],
         _options: &RetrieverOptions,
     ) -> Result<RetrievedContext> {
-        let passages: Vec<&str> = objects.iter().filter_map(|o| o.get("text").and_then(Value::as_str)).collect();
-        Ok(RetrievedContext::Text(passages.join("\n")))
+        Ok(RetrievedContext::Text(passages(objects)))
     }
 
     async fn get_completion_from_context(

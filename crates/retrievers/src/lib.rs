@@ -4,6 +4,18 @@
 //! to its retriever.
 
 mod chunks;
+mod coding_rules;
+pub mod completion;
+mod cypher;
+pub mod evidence;
+pub mod graph;
+mod hybrid;
+pub mod lexical;
+pub mod prompts;
+mod rag;
+mod summaries;
+mod temporal;
+mod triplet;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +26,18 @@ use recall_core::{Dataset, RecallError, Result, SearchType};
 use serde_json::{Map, Value};
 
 pub use chunks::ChunksRetriever;
+pub use coding_rules::CodingRulesRetriever;
+pub use cypher::{CypherRetriever, NaturalLanguageRetriever};
+pub use graph::{
+    GraphCompletionContextExtensionRetriever, GraphCompletionCotRetriever, GraphCompletionDecompositionRetriever,
+    GraphCompletionRetriever, GraphSummaryCompletionRetriever,
+};
+pub use hybrid::HybridRetriever;
+pub use lexical::{Bm25Index, LexicalChunksRetriever, LexicalIndexCache};
+pub use rag::CompletionRetriever;
+pub use summaries::SummariesRetriever;
+pub use temporal::TemporalRetriever;
+pub use triplet::TripletRetriever;
 
 /// The stores and models a retriever works with, bound to one dataset.
 #[derive(Clone)]
@@ -23,6 +47,29 @@ pub struct RetrievalContext {
     pub vectors: Arc<dyn VectorStore>,
     pub embedder: Arc<dyn Embedder>,
     pub llm: Option<Arc<dyn LlmClient>>,
+    /// Bumped by the engine whenever the dataset's graph changes, so
+    /// per-dataset caches (the BM25 index) know when to rebuild.
+    pub data_version: u64,
+}
+
+impl RetrievalContext {
+    /// The configured LLM, or a typed error naming the search type that needs one.
+    pub fn require_llm(&self, search_type: &str) -> Result<&Arc<dyn LlmClient>> {
+        self.llm.as_ref().ok_or_else(|| {
+            RecallError::Provider(format!(
+                "{search_type} needs an LLM, and none is configured: set LLM_API_KEY (and LLM_ENDPOINT for a non-OpenAI server)."
+            ))
+        })
+    }
+
+    /// Embeds one query text.
+    pub async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embedder
+            .embed(&[query.to_string()])
+            .await?
+            .pop()
+            .ok_or_else(|| RecallError::Provider("embedder returned no vector for the query".into()))
+    }
 }
 
 /// `node_name_filter_operator`: OR (any) or AND (all).
@@ -41,7 +88,27 @@ pub struct RetrieverOptions {
     pub node_name: Option<Vec<String>>,
     pub node_name_filter_operator: FilterOperator,
     pub only_context: bool,
+    /// Overrides the system template of completion retrievers.
     pub system_prompt: Option<String>,
+    /// A built-in prompt name (e.g. `answer_simple_question.txt`) or a file path,
+    /// used when `system_prompt` is not given.
+    pub system_prompt_path: Option<String>,
+    /// Append the `Evidence:` block and fill `metadata.evidence` (retrievers.md §12).
+    pub include_references: bool,
+    /// JSON Schema of a structured answer: completions are requested with it and
+    /// validated against it before they are returned.
+    pub response_schema: Option<Value>,
+    /// Graph family: hits per collection (default 100).
+    pub wide_search_top_k: Option<usize>,
+    /// Graph family: distance of an element with no vector hit (default 6.5).
+    pub triplet_distance_penalty: Option<f64>,
+    /// Graph family: blend of stored feedback weights into triplet scores, in [0, 1].
+    pub feedback_influence: f64,
+    /// Graph family: project the k-hop neighbourhood of the seeds instead of 1 hop.
+    pub neighborhood_depth: Option<usize>,
+    /// Graph family: how many seeds grow the k-hop neighbourhood (`None`: all).
+    pub neighborhood_seed_top_k: Option<usize>,
+    /// Extra per-type settings (`chunks_top_k`, `max_iter`, …; seed 002).
     pub retriever_specific_config: Map<String, Value>,
 }
 
@@ -54,6 +121,50 @@ impl RetrieverOptions {
             FilterOperator::And => NodeSetFilter::All(names),
         })
     }
+
+    /// A non-negative integer from `retriever_specific_config`; a wrong type is a typed error.
+    pub fn rsc_usize(&self, key: &str) -> Result<Option<usize>> {
+        match self.retriever_specific_config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                v.as_u64().and_then(|n| usize::try_from(n).ok()).map(Some).ok_or_else(|| RecallError::Validation {
+                    name: "InvalidRetrieverConfig",
+                    message: format!("retriever_specific_config['{key}'] must be a non-negative integer, got {v}."),
+                })
+            }
+        }
+    }
+
+    /// A boolean from `retriever_specific_config`.
+    pub fn rsc_bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.retriever_specific_config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(RecallError::Validation {
+                name: "InvalidRetrieverConfig",
+                message: format!("retriever_specific_config['{key}'] must be true or false, got {v}."),
+            }),
+        }
+    }
+
+    /// A string from `retriever_specific_config`.
+    pub fn rsc_str(&self, key: &str) -> Result<Option<String>> {
+        match self.retriever_specific_config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => Err(RecallError::Validation {
+                name: "InvalidRetrieverConfig",
+                message: format!("retriever_specific_config['{key}'] must be a string, got {v}."),
+            }),
+        }
+    }
+}
+
+/// What an `only_context` call shows for a single-prompt completion type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptPreview {
+    pub user_prompt: String,
+    pub system_prompt: String,
 }
 
 /// What a retriever hands the LLM: one string or a list of passages.
@@ -119,6 +230,34 @@ pub trait Retriever: Send + Sync {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>>;
+
+    /// For types that send exactly one templated prompt: the (user, system)
+    /// prompt pair `only_context` returns instead of calling the LLM.
+    async fn prompt_preview(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        _context: &RetrievedContext,
+        _options: &RetrieverOptions,
+    ) -> Result<Option<PromptPreview>> {
+        Ok(None)
+    }
+
+    /// Structured references to what was placed in the context
+    /// (`metadata.evidence`, retrievers.md §12.2). Default: none.
+    async fn get_context_evidence(
+        &self,
+        _ctx: &RetrievalContext,
+        _objects: &[Value],
+        _options: &RetrieverOptions,
+    ) -> Result<Vec<evidence::EvidenceReference>> {
+        Ok(Vec::new())
+    }
+
+    /// Whether completion entries are answers (so a response schema applies).
+    fn is_generative(&self) -> bool {
+        false
+    }
 }
 
 /// Retrievers by search type. Built once, with explicit registrations; a
@@ -137,7 +276,22 @@ impl RetrieverRegistry {
     /// Every built-in retriever.
     pub fn with_builtins() -> Self {
         let mut r = Self::empty();
+        let lexical = Arc::new(LexicalIndexCache::default());
         r.register(SearchType::Chunks, Arc::new(ChunksRetriever::default()));
+        r.register(SearchType::Summaries, Arc::new(SummariesRetriever::default()));
+        r.register(SearchType::ChunksLexical, Arc::new(LexicalChunksRetriever::new(lexical.clone())));
+        r.register(SearchType::RagCompletion, Arc::new(CompletionRetriever::default()));
+        r.register(SearchType::GraphCompletion, Arc::new(GraphCompletionRetriever));
+        r.register(SearchType::GraphCompletionCot, Arc::new(GraphCompletionCotRetriever));
+        r.register(SearchType::GraphCompletionContextExtension, Arc::new(GraphCompletionContextExtensionRetriever));
+        r.register(SearchType::GraphSummaryCompletion, Arc::new(GraphSummaryCompletionRetriever));
+        r.register(SearchType::GraphCompletionDecomposition, Arc::new(GraphCompletionDecompositionRetriever));
+        r.register(SearchType::TripletCompletion, Arc::new(TripletRetriever::default()));
+        r.register(SearchType::HybridCompletion, Arc::new(HybridRetriever::new(lexical.clone())));
+        r.register(SearchType::Temporal, Arc::new(TemporalRetriever::new(lexical)));
+        r.register(SearchType::CodingRules, Arc::new(CodingRulesRetriever));
+        r.register(SearchType::Cypher, Arc::new(CypherRetriever));
+        r.register(SearchType::NaturalLanguage, Arc::new(NaturalLanguageRetriever));
         r
     }
 

@@ -1,0 +1,141 @@
+//! Structured evidence for the graph family (retrievers.md §12.2): the nodes
+//! and edges placed in the context, then the source chunks that support each
+//! edge. Cognee reads those from an "edge-evidence sidecar" table; here they
+//! come from the graph itself: a chunk endpoint supports its edge, and an
+//! edge between entities is supported by the chunks that `contains` both
+//! endpoints (else the source endpoint).
+
+use std::collections::{HashMap, HashSet};
+
+use recall_core::model::node_types::DOCUMENT_CHUNK;
+use recall_core::{ids, Node};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::search::Triplet;
+use crate::evidence::{source_ref_key, EvidenceReference};
+use crate::RetrievalContext;
+
+fn edge_artifact_id(t: &Triplet) -> String {
+    t.edge.properties.get("edge_object_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
+        ids::edge_object_id(t.edge.source_node_id, &t.edge.relationship_name, t.edge.target_node_id).to_string()
+    })
+}
+
+fn label(node: &Node) -> String {
+    super::render::node_name_and_content(node).0
+}
+
+/// Every reference, ranks continuing across kinds. Sidecar-equivalent
+/// lookups that fail are logged and skipped.
+pub(crate) async fn graph_evidence(ctx: &RetrievalContext, triplets: &[Triplet]) -> Vec<EvidenceReference> {
+    let dataset_id = ctx.dataset.id.to_string();
+    let mut out = Vec::new();
+    let mut seen_nodes = HashSet::new();
+    for t in triplets {
+        for node in [&t.node1, &t.node2] {
+            if seen_nodes.insert(node.id) {
+                out.push(EvidenceReference {
+                    kind: "graph_node".into(),
+                    artifact_id: node.id.to_string(),
+                    role: "used_as_context".into(),
+                    dataset_id: Some(dataset_id.clone()),
+                    label: Some(label(node)),
+                    rank: Some(out.len()),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    let mut seen_edges = HashSet::new();
+    for t in triplets {
+        let id = edge_artifact_id(t);
+        if seen_edges.insert(id.clone()) {
+            out.push(EvidenceReference {
+                kind: "graph_edge".into(),
+                artifact_id: id,
+                role: "used_as_context".into(),
+                dataset_id: Some(dataset_id.clone()),
+                source_node_id: Some(t.edge.source_node_id.to_string()),
+                target_node_id: Some(t.edge.target_node_id.to_string()),
+                relationship_name: Some(t.edge.relationship_name.clone()),
+                rank: Some(out.len()),
+                ..Default::default()
+            });
+        }
+    }
+    if triplets.is_empty() {
+        return out;
+    }
+    match supporting_chunks(ctx, triplets).await {
+        Ok(segments) => {
+            for (edge_id, chunk) in segments {
+                let p = &chunk.properties;
+                let data_id = p.get("document_id").and_then(Value::as_str).map(str::to_string);
+                out.push(EvidenceReference {
+                    kind: "segment".into(),
+                    artifact_id: chunk.id.to_string(),
+                    role: "supports_assertion".into(),
+                    dataset_id: Some(dataset_id.clone()),
+                    source_ref_key: data_id.as_deref().map(|d| source_ref_key(&dataset_id, d)),
+                    data_id,
+                    chunk_id: Some(chunk.id.to_string()),
+                    chunk_index: p.get("chunk_index").and_then(Value::as_i64),
+                    document_name: p.get("document_name").and_then(Value::as_str).map(str::to_string),
+                    assertion_id: Some(edge_id),
+                    rank: Some(out.len()),
+                    ..Default::default()
+                });
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "edge evidence lookup failed; no source chunks"),
+    }
+    out
+}
+
+/// (edge artifact id, supporting chunk) pairs, in triplet order.
+async fn supporting_chunks(ctx: &RetrievalContext, triplets: &[Triplet]) -> recall_core::Result<Vec<(String, Node)>> {
+    let entity_ids: Vec<Uuid> = triplets
+        .iter()
+        .flat_map(|t| [&t.node1, &t.node2])
+        .filter(|n| n.node_type != DOCUMENT_CHUNK)
+        .map(|n| n.id)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let around = if entity_ids.is_empty() {
+        Default::default()
+    } else {
+        ctx.graph.neighborhood(ctx.dataset.id, &entity_ids, 1).await?
+    };
+    let chunks: HashMap<Uuid, &Node> =
+        around.nodes.iter().filter(|n| n.node_type == DOCUMENT_CHUNK).map(|n| (n.id, n)).collect();
+    // entity → chunks that contain it, in graph order
+    let mut containing: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    for e in &around.edges {
+        if e.relationship_name == "contains" && chunks.contains_key(&e.source_node_id) {
+            containing.entry(e.target_node_id).or_default().push(e.source_node_id);
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for t in triplets {
+        let edge_id = edge_artifact_id(t);
+        let direct: Vec<&Node> = [&t.node1, &t.node2].into_iter().filter(|n| n.node_type == DOCUMENT_CHUNK).collect();
+        let support: Vec<Node> = if !direct.is_empty() {
+            direct.into_iter().cloned().collect()
+        } else {
+            let a = containing.get(&t.node1.id).cloned().unwrap_or_default();
+            let b = containing.get(&t.node2.id).cloned().unwrap_or_default();
+            let both: Vec<Uuid> = a.iter().filter(|c| b.contains(c)).copied().collect();
+            let pick = if both.is_empty() { a } else { both };
+            pick.iter().filter_map(|id| chunks.get(id).map(|n| (*n).clone())).collect()
+        };
+        for chunk in support {
+            if seen.insert((edge_id.clone(), chunk.id)) {
+                out.push((edge_id.clone(), chunk));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,54 @@
+//! SUMMARIES: vector search over `TextSummary_text`, without a node filter
+//! (retrievers.md §8).
+
+use async_trait::async_trait;
+use recall_core::model::collections::TEXT_SUMMARY_TEXT;
+use recall_core::Result;
+use serde_json::Value;
+
+use crate::chunks::{passages, vector_payloads};
+use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+
+#[derive(Debug, Clone)]
+pub struct SummariesRetriever {
+    pub default_top_k: usize,
+}
+
+impl Default for SummariesRetriever {
+    fn default() -> Self {
+        Self { default_top_k: 5 }
+    }
+}
+
+#[async_trait]
+impl Retriever for SummariesRetriever {
+    async fn get_retrieved_objects(
+        &self,
+        ctx: &RetrievalContext,
+        query: &str,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        vector_payloads(ctx, TEXT_SUMMARY_TEXT, query, options.top_k.unwrap_or(self.default_top_k), None).await
+    }
+
+    async fn get_context_from_objects(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        objects: &[Value],
+        _options: &RetrieverOptions,
+    ) -> Result<RetrievedContext> {
+        Ok(RetrievedContext::Text(passages(objects)))
+    }
+
+    async fn get_completion_from_context(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        objects: &[Value],
+        _context: &RetrievedContext,
+        _options: &RetrieverOptions,
+    ) -> Result<Option<Vec<Value>>> {
+        Ok(Some(objects.to_vec()))
+    }
+}

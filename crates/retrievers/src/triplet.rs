@@ -1,0 +1,92 @@
+//! TRIPLET_COMPLETION (seed 002; spec/decisions.md): vector search over the
+//! precomputed `Triplet_text` collection, no graph expansion, one LLM answer.
+
+use async_trait::async_trait;
+use recall_core::model::collections::TRIPLET_TEXT;
+use recall_core::{RecallError, Result};
+use serde_json::Value;
+
+use crate::chunks::{hit_payload, passages};
+use crate::rag::with_chunk_evidence;
+use crate::{completion, prompts, PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+
+#[derive(Debug, Clone)]
+pub struct TripletRetriever {
+    pub default_top_k: usize,
+}
+
+impl Default for TripletRetriever {
+    fn default() -> Self {
+        Self { default_top_k: 5 }
+    }
+}
+
+#[async_trait]
+impl Retriever for TripletRetriever {
+    async fn get_retrieved_objects(
+        &self,
+        ctx: &RetrievalContext,
+        query: &str,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        if !ctx.vectors.has_collection(ctx.dataset.id, TRIPLET_TEXT).await? {
+            return Err(RecallError::NoData(
+                "In order to use TRIPLET_COMPLETION, triplet embeddings must exist: set TRIPLET_EMBEDDING=true and run cognify on this dataset.".into(),
+            ));
+        }
+        let vector = ctx.embed_query(query).await?;
+        let limit = options.top_k.unwrap_or(self.default_top_k);
+        let hits =
+            ctx.vectors.search(ctx.dataset.id, TRIPLET_TEXT, &vector, Some(limit), options.node_set_filter()).await?;
+        Ok(hits.into_iter().map(hit_payload).collect())
+    }
+
+    async fn get_context_from_objects(
+        &self,
+        _ctx: &RetrievalContext,
+        _query: &str,
+        objects: &[Value],
+        _options: &RetrieverOptions,
+    ) -> Result<RetrievedContext> {
+        Ok(RetrievedContext::Text(passages(objects)))
+    }
+
+    async fn get_completion_from_context(
+        &self,
+        ctx: &RetrievalContext,
+        query: &str,
+        objects: &[Value],
+        context: &RetrievedContext,
+        options: &RetrieverOptions,
+    ) -> Result<Option<Vec<Value>>> {
+        let Some(prompt) = self.prompt_preview(ctx, query, context, options).await? else {
+            return Ok(Some(Vec::new()));
+        };
+        let answer = completion::generate(ctx, "TRIPLET_COMPLETION", &prompt, options).await?;
+        Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
+    }
+
+    async fn prompt_preview(
+        &self,
+        _ctx: &RetrievalContext,
+        query: &str,
+        context: &RetrievedContext,
+        options: &RetrieverOptions,
+    ) -> Result<Option<PromptPreview>> {
+        if context.is_empty() {
+            return Ok(None);
+        }
+        completion::build_prompts(
+            prompts::CONTEXT_FOR_QUESTION,
+            prompts::ANSWER_SIMPLE_QUESTION,
+            query,
+            &context.as_text(),
+            options,
+        )
+        .map(Some)
+    }
+
+    fn is_generative(&self) -> bool {
+        true
+    }
+}
