@@ -45,6 +45,8 @@ pub struct Settings {
     pub graph_max_batch_bytes: usize,
     pub graph_string_encoding: String,
     pub vector_url: String,
+    /// Rows from which a LanceDB collection gets an approximate vector index (0: never).
+    pub vector_index_threshold: usize,
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_endpoint: String,

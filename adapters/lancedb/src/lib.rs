@@ -13,7 +13,10 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use futures::TryStreamExt;
+use lancedb::index::vector::IvfHnswSqIndexBuilder;
+use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::table::{OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, DistanceType, Table};
 use recall_core::ports::{EmbeddingSpec, NodeSetFilter, ScoredResult, VectorRecord, VectorStore};
 use recall_core::{DatasetId, RecallError, Result};
@@ -70,8 +73,14 @@ fn spec_of(schema: &Schema) -> Option<EmbeddingSpec> {
 }
 
 /// Vector store on a LanceDB database (a local directory or an object-store URI).
+/// Rows from which a collection gets an approximate (IVF_HNSW_SQ, cosine)
+/// vector index; smaller collections are searched exactly.
+pub const DEFAULT_INDEX_THRESHOLD: usize = 20_000;
+
 pub struct LanceVectorStore {
     conn: Connection,
+    /// `None`: never build a vector index (every search is exact).
+    index_threshold: Option<usize>,
     /// Opened tables and their embedding specs.
     tables: Mutex<HashMap<String, (Table, EmbeddingSpec)>>,
     /// One writer per collection: Lance commits are optimistic, and serialising
@@ -83,7 +92,51 @@ impl LanceVectorStore {
     /// Opens (or creates) the database at `uri`.
     pub async fn connect(uri: &str) -> Result<Self> {
         let conn = lancedb::connect(uri).execute().await.map_err(lance_err)?;
-        Ok(Self { conn, tables: Mutex::new(HashMap::new()), write_locks: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            conn,
+            index_threshold: Some(DEFAULT_INDEX_THRESHOLD),
+            tables: Mutex::new(HashMap::new()),
+            write_locks: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sets the row count from which a collection is indexed (`None`: never).
+    pub fn with_index_threshold(mut self, threshold: Option<usize>) -> Self {
+        self.index_threshold = threshold;
+        self
+    }
+
+    /// Whether a collection has its approximate vector index.
+    pub async fn has_vector_index(&self, collection: &str) -> Result<bool> {
+        let Some((table, _)) = self.open(collection).await? else { return Ok(false) };
+        let indices = table.list_indices().await.map_err(lance_err)?;
+        Ok(indices.iter().any(|i| i.columns.iter().any(|c| c == "vector")))
+    }
+
+    /// Keeps a large collection's vector index in step with its rows: builds
+    /// it once the table reaches the threshold, and folds new rows into it
+    /// when more than a tenth of the rows are unindexed (unindexed rows are
+    /// still searched, exactly, until then). Runs under the collection's
+    /// write lock.
+    async fn maintain_index(&self, table: &Table) -> Result<()> {
+        let Some(threshold) = self.index_threshold else { return Ok(()) };
+        let indices = table.list_indices().await.map_err(lance_err)?;
+        match indices.iter().find(|i| i.columns.iter().any(|c| c == "vector")) {
+            None => {
+                if table.count_rows(None).await.map_err(lance_err)? >= threshold {
+                    let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+                    table.create_index(&["vector"], Index::IvfHnswSq(builder)).execute().await.map_err(lance_err)?;
+                }
+            }
+            Some(index) => {
+                if let Some(stats) = table.index_stats(&index.name).await.map_err(lance_err)? {
+                    if stats.num_unindexed_rows * 10 > stats.num_indexed_rows.max(1) {
+                        table.optimize(OptimizeAction::Index(OptimizeOptions::default())).await.map_err(lance_err)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn open(&self, collection: &str) -> Result<Option<(Table, EmbeddingSpec)>> {
@@ -221,7 +274,7 @@ impl VectorStore for LanceVectorStore {
         let mut merge = table.merge_insert(&["dataset_id", "id"]);
         merge.when_matched_update_all(None).when_not_matched_insert_all();
         merge.execute(reader).await.map_err(lance_err)?;
-        Ok(())
+        self.maintain_index(&table).await
     }
 
     async fn search(
@@ -242,6 +295,8 @@ impl VectorStore for LanceVectorStore {
         if let Some(f) = filter {
             predicate = format!("{predicate} AND {}", filter_sql(&f));
         }
+        // "All rows" must not go through an approximate index.
+        let exhaustive = limit.is_none();
         let limit = match limit {
             Some(n) => n,
             // LanceDB applies a default limit; "all" means the dataset's row count.
@@ -250,19 +305,21 @@ impl VectorStore for LanceVectorStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let batches: Vec<RecordBatch> = table
+        let mut vector_query = table
             .query()
             .nearest_to(query)
             .map_err(lance_err)?
             .distance_type(DistanceType::Cosine)
             .only_if(predicate)
             .limit(limit)
-            .execute()
-            .await
-            .map_err(lance_err)?
-            .try_collect()
-            .await
-            .map_err(lance_err)?;
+            // Approximate hits are re-ranked on the exact vectors, so scores
+            // stay raw cosine distances.
+            .refine_factor(4);
+        if exhaustive {
+            vector_query = vector_query.bypass_vector_index();
+        }
+        let batches: Vec<RecordBatch> =
+            vector_query.execute().await.map_err(lance_err)?.try_collect().await.map_err(lance_err)?;
         let mut hits = Vec::new();
         for batch in &batches {
             let ids = string_column(batch, "id")?;

@@ -9,8 +9,64 @@ use recall_lancedb::LanceVectorStore;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lancedb_vector_store_conforms() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = LanceVectorStore::connect(dir.path().to_str().expect("utf8 path")).await.expect("lancedb opens");
+    // Exact search here (the 50k batch would otherwise be indexed, which is
+    // slow in debug builds); the indexed path has its own test below.
+    let store = LanceVectorStore::connect(dir.path().to_str().expect("utf8 path"))
+        .await
+        .expect("lancedb opens")
+        .with_index_threshold(None);
     vector_store_conformance(Arc::new(store), "Lance").await;
+}
+
+/// Past the threshold a collection is indexed (IVF_HNSW_SQ); results stay
+/// exact cosine distances of the dataset's own rows, "all rows" stays exhaustive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lancedb_indexes_large_collections_and_stays_correct() {
+    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = LanceVectorStore::connect(dir.path().to_str().unwrap()).await.unwrap().with_index_threshold(Some(600));
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let (a, b) = (DatasetId(uuid::Uuid::new_v4()), DatasetId(uuid::Uuid::new_v4()));
+    // Distinct pseudo-random vectors (xorshift seeded by the row number).
+    let vector = |i: usize| -> Vec<f32> {
+        let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (0..8)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 10_000) as f32 / 10_000.0 - 0.5
+            })
+            .collect()
+    };
+    let rows = |range: std::ops::Range<usize>| -> Vec<VectorRecord> {
+        range
+            .map(|i| VectorRecord {
+                id: uuid::Uuid::from_u128(i as u128 + 1),
+                vector: vector(i),
+                payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
+                belongs_to_set: vec![],
+            })
+            .collect()
+    };
+    for ds in [a, b] {
+        store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+    }
+    store.upsert(a, "Thing_text", rows(0..500)).await.unwrap();
+    assert!(!store.has_vector_index("Thing_text").await.unwrap());
+    store.upsert(b, "Thing_text", rows(500..700)).await.unwrap();
+    assert!(store.has_vector_index("Thing_text").await.unwrap());
+    // 700 rows ≥ 600: the table now has its vector index; more rows arrive unindexed.
+    store.upsert(a, "Thing_text", rows(700..760)).await.unwrap();
+    for probe in [3usize, 250, 730] {
+        let hits = store.search(a, "Thing_text", &vector(probe), Some(5), None).await.unwrap();
+        assert_eq!(hits[0].payload["i"], probe, "the stored vector itself is the nearest");
+        assert!(hits[0].score.abs() < 1e-5, "exact distance after re-ranking: {}", hits[0].score);
+        assert!(hits.iter().all(|h| h.payload["i"].as_u64().unwrap() < 500 || h.payload["i"].as_u64().unwrap() >= 700));
+    }
+    let all = store.search(a, "Thing_text", &vector(1), None, None).await.unwrap();
+    assert_eq!(all.len(), 560, "limit None is exhaustive");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
