@@ -116,6 +116,12 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             extraction_concurrency: settings.extraction_concurrency,
             triplet_embedding: settings.triplet_embedding,
             allow_cypher_query: settings.allow_cypher_query,
+            warmup_shortcircuit: settings.warmup_shortcircuit,
+            warmup_threshold: settings.warmup_threshold,
+            warmup_cache_ttl: std::time::Duration::try_from_secs_f64(settings.warmup_cache_ttl).map_err(|_| {
+                RecallError::invalid_input("recall_warmup_cache_ttl must be a non-negative number of seconds")
+            })?,
+            log_search_history: settings.log_search_history,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

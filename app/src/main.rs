@@ -41,6 +41,14 @@ enum Command {
     /// The legacy search entry: the same options as `recall`, with
     /// GRAPH_COMPLETION as the default type instead of automatic routing.
     Search(SearchArgs),
+    /// Your search history: each question and the answers it got, oldest first.
+    History {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Explain the automatic search-type choice for a question: prints
+    /// {"search_type": …, "rule": …} (spec/routing.md Part A).
+    Route { query: String },
     /// Show the configured adapters and check that each answers.
     Doctor,
     /// List your datasets.
@@ -119,6 +127,13 @@ struct SearchArgs {
     /// Skip automatic routing (HYBRID_COMPLETION when an LLM is configured).
     #[arg(long)]
     no_auto_route: bool,
+    /// Lanes to search: auto, graph, session, trace, session_context,
+    /// session_first, all, tools, code (repeatable; default auto).
+    #[arg(long)]
+    scope: Vec<String>,
+    /// The session whose memory the session lanes search.
+    #[arg(long)]
+    session_id: Option<String>,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -165,6 +180,10 @@ impl SearchArgs {
         request.neighborhood_depth = self.neighborhood_depth;
         request.neighborhood_seed_top_k = self.neighborhood_seed_top_k;
         request.auto_route = !self.no_auto_route;
+        if !self.scope.is_empty() {
+            request.scope = Some(self.scope);
+        }
+        request.session_id = self.session_id;
         Ok((request, self.json))
     }
 }
@@ -202,6 +221,25 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Search(args) => {
             let (request, json) = args.into_request(Some(SearchType::GraphCompletion))?;
             recall(&settings, &request, json).await
+        }
+        Command::History { json } => {
+            let rows = match build_engine(&settings, OpenMode::ExistingOnly).await {
+                Ok((engine, _)) => engine.search_history().await?,
+                Err(RecallError::RecallPrecondition) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            if json {
+                return print_json(&rows);
+            }
+            for r in rows {
+                let who = if r.user == "user" { "Q" } else { "A" };
+                println!("{who}: {}", r.text.replace('\n', "\n   "));
+            }
+            Ok(())
+        }
+        Command::Route { query } => {
+            let decision = recall_routing::route_query(&query);
+            print_json(&serde_json::json!({"search_type": decision.search_type, "rule": decision.rule}))
         }
         Command::Doctor => {
             let (engine, active) = build_engine(&settings, OpenMode::Create).await?;

@@ -26,6 +26,9 @@ const COGNEE_VARS: &[&str] = &[
     "ALLOW_CYPHER_QUERY",
 ];
 
+/// Cognee's spelling of settings whose Recall name differs.
+const COGNEE_ALIASES: &[(&str, &str)] = &[("COGNEE_LOG_SEARCH_HISTORY", "log_search_history")];
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -37,6 +40,16 @@ pub struct Settings {
     /// CYPHER and NATURAL_LANGUAGE: true, 1 or yes (any case) enables them.
     #[serde(deserialize_with = "flag")]
     pub allow_cypher_query: bool,
+    /// RECALL_WARMUP_SHORTCIRCUIT: the "still warming up" marker instead of an empty search.
+    #[serde(deserialize_with = "flag")]
+    pub warmup_shortcircuit: bool,
+    /// RECALL_WARMUP_THRESHOLD (≥ 1).
+    pub warmup_threshold: i64,
+    /// RECALL_WARMUP_CACHE_TTL, seconds a warm verdict is cached.
+    pub warmup_cache_ttl: f64,
+    /// RECALL_LOG_SEARCH_HISTORY (or COGNEE_LOG_SEARCH_HISTORY): record searches.
+    #[serde(deserialize_with = "flag")]
+    pub log_search_history: bool,
     pub db_url: String,
     pub graph_url: String,
     pub graph_user: String,
@@ -78,6 +91,13 @@ impl Settings {
         }
         figment = figment
             .merge(Env::raw().only(COGNEE_VARS).map(|k| k.as_str().to_ascii_lowercase().into()))
+            .merge(Env::raw().only(&COGNEE_ALIASES.iter().map(|(var, _)| *var).collect::<Vec<_>>()).map(|k| {
+                let key = COGNEE_ALIASES
+                    .iter()
+                    .find(|(var, _)| k.as_str().eq_ignore_ascii_case(var))
+                    .map_or("", |(_, key)| *key);
+                key.into()
+            }))
             .merge(Env::prefixed("RECALL_").map(|k| k.as_str().to_ascii_lowercase().into()))
             .merge(Serialized::defaults(overrides));
         figment.extract().map_err(|e| RecallError::invalid_input(format!("invalid configuration: {e}")))
@@ -190,6 +210,15 @@ mod tests {
 
             let s = Settings::load(None, &Overrides { data_dir: Some("/cli".into()) }).unwrap();
             assert_eq!(s.data_dir, PathBuf::from("/cli"), "the command line wins");
+
+            assert!(s.log_search_history && s.warmup_shortcircuit && !s.allow_cypher_query);
+            jail.set_env("COGNEE_LOG_SEARCH_HISTORY", "False");
+            jail.set_env("ALLOW_CYPHER_QUERY", "yes");
+            jail.set_env("RECALL_WARMUP_SHORTCIRCUIT", "0");
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            assert!(!s.log_search_history && !s.warmup_shortcircuit && s.allow_cypher_query);
+            jail.set_env("RECALL_LOG_SEARCH_HISTORY", "true");
+            assert!(Settings::load(None, &Overrides::default()).unwrap().log_search_history, "RECALL_ wins");
 
             jail.set_env("RECALL_CHUNK_SIZE", "lots");
             assert!(Settings::load(None, &Overrides::default()).is_err());

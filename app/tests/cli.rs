@@ -182,4 +182,29 @@ fn every_search_option_is_on_the_command_line() {
     assert!(stderr(&o).contains("[InvalidResponseSchemaError] (HTTP 422)"), "{}", stderr(&o));
     let o = recall(d, &["recall", "MATCH (n) RETURN n", "--type", "CYPHER"]);
     assert!(stderr(&o).contains("[SearchTypeDisabledError] (HTTP 403)"), "{}", stderr(&o));
+
+    // Every graph search above that ran was recorded.
+    let o = recall(d, &["history", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let questions: Vec<&str> =
+        rows.as_array().unwrap().iter().filter(|r| r["user"] == "user").map(|r| r["text"].as_str().unwrap()).collect();
+    assert_eq!(questions, vec!["borrow checker", "What does the borrow checker enforce?", "starter"]);
+}
+
+#[test]
+fn route_explains_the_automatic_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    for (query, search_type, rule) in [
+        ("\"waggle dance\"", "CHUNKS_LEXICAL", "quoted_phrase"),
+        ("What happened in 1843?", "TEMPORAL", "time_scoped_question"),
+        ("How do bees share directions?", "HYBRID_COMPLETION", "default"),
+    ] {
+        let o = recall(dir.path(), &["route", query]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["search_type"], search_type, "{query}");
+        assert_eq!(v["rule"], rule, "{query}");
+    }
+    assert!(!dir.path().join("recall.db").exists(), "route opens no storage");
 }

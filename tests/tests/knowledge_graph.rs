@@ -487,7 +487,14 @@ async fn a_store_failing_mid_batch_leaves_no_searchable_chunk_and_retries_cleanl
     assert_eq!(err.name(), "BackendError");
     let ds = dataset_id(&engine, "kg").await;
     assert_eq!(vectors.count(ds, col::DOCUMENT_CHUNK_TEXT).await.unwrap(), 0, "chunk rows were removed again");
-    let err = engine.recall(&RecallRequest::new("Analytical Engine")).await.unwrap_err();
+    // The warm-up guard says the build failed…
+    let results = engine.recall(&RecallRequest::new("Analytical Engine")).await.unwrap();
+    assert!(
+        matches!(results.as_slice(), [recall_core::RecallResponse::System(m)] if m.status == "build_failed"),
+        "{results:?}"
+    );
+    // …and past it (only_context skips the guard) nothing half-written is searchable.
+    let err = engine.recall(&RecallRequest::new("Analytical Engine").only_context(true)).await.unwrap_err();
     assert!(matches!(err, RecallError::NoData(_)), "nothing half-written is searchable: {err:?}");
     let runs = engine.relational().runs.list_runs(ds).await.unwrap();
     assert_eq!(runs.last().unwrap().status, PipelineRunStatus::Errored);

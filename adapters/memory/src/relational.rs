@@ -1,8 +1,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
-use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, UserStore};
-use recall_core::{ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, Result, User};
+use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
+use recall_core::{
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, HistoryRow, PipelineRun, Result, SearchRecord, User,
+};
 use tokio::sync::RwLock;
 use uuid::Uuid;
 
@@ -14,6 +16,7 @@ struct State {
     acls: HashMap<(Uuid, DatasetId), Vec<&'static str>>,
     data: BTreeMap<(DatasetId, Uuid), DataItem>,
     runs: Vec<PipelineRun>,
+    history: Vec<(Uuid, HistoryRow)>,
 }
 
 /// Users, datasets, data items and pipeline runs held in memory.
@@ -159,5 +162,34 @@ impl PipelineRunStore for MemoryRelationalStore {
     async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()> {
         self.state.write().await.runs.retain(|r| r.dataset_id != dataset);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl SearchHistoryStore for MemoryRelationalStore {
+    async fn record_search(&self, record: &SearchRecord) -> Result<()> {
+        let now = now_millis();
+        let mut state = self.state.write().await;
+        for (dataset, answer) in &record.answers {
+            for (text, user) in [(&record.query_text, "user"), (answer, "system")] {
+                let row = HistoryRow {
+                    id: Uuid::now_v7(),
+                    text: text.clone(),
+                    user: user.into(),
+                    dataset_id: *dataset,
+                    created_at: now,
+                };
+                state.history.push((record.user_id, row));
+            }
+        }
+        Ok(())
+    }
+
+    async fn search_history(&self, user_id: Uuid) -> Result<Vec<HistoryRow>> {
+        let state = self.state.read().await;
+        let mut rows: Vec<HistoryRow> =
+            state.history.iter().filter(|(u, _)| *u == user_id).map(|(_, r)| r.clone()).collect();
+        rows.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(rows)
     }
 }

@@ -1,8 +1,8 @@
 use async_trait::async_trait;
-use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, UserStore};
+use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, PipelineRunStatus, RecallError, Result,
-    User,
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, GraphBuildStatus, HistoryRow, PipelineRun,
+    PipelineRunStatus, RecallError, Result, SearchRecord, User,
 };
 use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
 use uuid::Uuid;
@@ -340,6 +340,37 @@ impl PipelineRunStore for SqlRelationalStore {
         rows.iter().map(run_from_row).collect()
     }
 
+    /// One query on the `pipeline_runs_probe` index: the best run by
+    /// (completed graph run, errored graph run, any run), newest first.
+    async fn graph_build_status(&self, datasets: &[DatasetId]) -> Result<GraphBuildStatus> {
+        if datasets.is_empty() {
+            return Ok(GraphBuildStatus::NeverBuilt);
+        }
+        let sql = format!(
+            "SELECT status, pipeline_name, error_class, error_message FROM pipeline_runs \
+             WHERE dataset_id IN ({}) AND pipeline_name IS NOT NULL \
+             ORDER BY CASE WHEN pipeline_name <> '{add}' AND status = '{done}' THEN 0 \
+                           WHEN pipeline_name <> '{add}' AND status = '{failed}' THEN 1 ELSE 2 END, \
+                      created_at DESC, id DESC LIMIT 1",
+            in_list(1, datasets.len()),
+            add = recall_core::pipelines::ADD,
+            done = PipelineRunStatus::Completed.as_str(),
+            failed = PipelineRunStatus::Errored.as_str(),
+        );
+        let rows = self.query(&sql, datasets.iter().map(|d| d.to_string().into()).collect()).await?;
+        let Some(row) = rows.first() else { return Ok(GraphBuildStatus::NeverBuilt) };
+        let status: Option<String> = row.try_get("", "status").map_err(db_err)?;
+        let pipeline: Option<String> = row.try_get("", "pipeline_name").map_err(db_err)?;
+        let graph_run = pipeline.as_deref() != Some(recall_core::pipelines::ADD);
+        Ok(match status.as_deref().and_then(PipelineRunStatus::parse) {
+            Some(PipelineRunStatus::Errored) if graph_run => GraphBuildStatus::BuildFailed {
+                error_class: row.try_get("", "error_class").map_err(db_err)?,
+                error_message: row.try_get("", "error_message").map_err(db_err)?,
+            },
+            _ => GraphBuildStatus::Warm,
+        })
+    }
+
     async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()> {
         self.db
             .conn
@@ -349,5 +380,72 @@ impl PipelineRunStore for SqlRelationalStore {
             .await
             .map_err(db_err)?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl SearchHistoryStore for SqlRelationalStore {
+    async fn record_search(&self, record: &SearchRecord) -> Result<()> {
+        let user = record.user_id.to_string();
+        let now = now_millis();
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for (dataset, answer) in &record.answers {
+            let query_id = Uuid::now_v7();
+            let dataset = dataset.map(|d| d.to_string());
+            txn.execute_raw(self.db.stmt(
+                "INSERT INTO queries (id, text, query_type, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                vec![
+                    query_id.to_string().into(),
+                    record.query_text.clone().into(),
+                    record.query_type.clone().into(),
+                    user.clone().into(),
+                    dataset.clone().into(),
+                    now.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+            txn.execute_raw(self.db.stmt(
+                "INSERT INTO results (id, value, query_id, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+                vec![
+                    Uuid::now_v7().to_string().into(),
+                    answer.clone().into(),
+                    query_id.to_string().into(),
+                    user.clone().into(),
+                    dataset.into(),
+                    now.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn search_history(&self, user_id: Uuid) -> Result<Vec<HistoryRow>> {
+        let rows = self
+            .query(
+                "SELECT id, text, 'user' AS who, dataset_id, created_at FROM queries WHERE user_id = $1 \
+                 UNION ALL \
+                 SELECT id, value AS text, 'system' AS who, dataset_id, created_at FROM results WHERE user_id = $1 \
+                 ORDER BY created_at, id",
+                vec![user_id.to_string().into()],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let dataset: Option<String> = row.try_get("", "dataset_id").map_err(db_err)?;
+                Ok(HistoryRow {
+                    id: uuid_col(row, "id")?,
+                    text: row.try_get("", "text").map_err(db_err)?,
+                    user: row.try_get("", "who").map_err(db_err)?,
+                    dataset_id: dataset
+                        .map(|d| Uuid::parse_str(&d).map(DatasetId))
+                        .transpose()
+                        .map_err(|e| RecallError::backend_msg(format!("corrupt dataset id in history: {e}")))?,
+                    created_at: row.try_get("", "created_at").map_err(db_err)?,
+                })
+            })
+            .collect()
     }
 }

@@ -73,8 +73,60 @@ const INITIAL: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS graph_edges_target ON graph_edges (dataset_id, target_id)",
 ];
 
-#[derive(DeriveMigrationName)]
+/// Migration 2: search history.
+const HISTORY: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS queries (
+        id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        query_type TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        dataset_id TEXT,
+        created_at BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS queries_user ON queries (user_id, created_at)",
+    "CREATE TABLE IF NOT EXISTS results (
+        id TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        query_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        dataset_id TEXT,
+        created_at BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS results_user ON results (user_id, created_at)",
+];
+
+struct M20261201History;
+
+impl MigrationName for M20261201History {
+    fn name(&self) -> &str {
+        "m20261201_000002_search_history"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261201History {
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        for ddl in HISTORY {
+            manager.get_connection().execute_unprepared(ddl).await?;
+        }
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        for table in ["results", "queries"] {
+            manager.get_connection().execute_unprepared(&format!("DROP TABLE IF EXISTS {table}")).await?;
+        }
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
+
+impl MigrationName for M20261130Initial {
+    /// What `DeriveMigrationName` gave it (the file's name): recorded under
+    /// this name in existing databases, so it must never change.
+    fn name(&self) -> &str {
+        "schema"
+    }
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for M20261130Initial {
@@ -98,7 +150,7 @@ pub struct Migrator;
 
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(M20261130Initial)]
+        vec![Box::new(M20261130Initial), Box::new(M20261201History)]
     }
 }
 

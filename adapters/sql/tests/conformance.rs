@@ -46,5 +46,33 @@ async fn migrations_are_recorded_once() {
         .unwrap()
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
-    assert_eq!(n, 1, "the initial migration is applied once and recorded");
+    assert_eq!(n, 2, "each migration is applied once and recorded");
+}
+
+#[tokio::test]
+async fn a_database_from_before_search_history_upgrades() {
+    use recall_core::ports::SearchHistoryStore;
+    use sea_orm::{ConnectionTrait, Statement};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    {
+        // Roll the file back to what the first release wrote: migration 1 only.
+        let db = SqlDatabase::connect(&url).await.unwrap();
+        for sql in
+            ["DROP TABLE queries", "DROP TABLE results", "DELETE FROM seaql_migrations WHERE version <> 'schema'"]
+        {
+            db.connection().execute_raw(Statement::from_string(db.backend(), sql)).await.unwrap();
+        }
+    }
+    let db = SqlDatabase::connect(&url).await.unwrap();
+    let store = SqlRelationalStore::new(db);
+    let user = uuid::Uuid::new_v4();
+    let record = recall_core::SearchRecord {
+        user_id: user,
+        query_text: "q".into(),
+        query_type: "CHUNKS".into(),
+        answers: vec![(None, "a".into())],
+    };
+    store.record_search(&record).await.unwrap();
+    assert_eq!(store.search_history(user).await.unwrap().len(), 2);
 }

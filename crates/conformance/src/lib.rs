@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use recall_core::ports::{
-    DataStore, DatasetStore, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore, RelationalStore, UserStore,
-    VectorRecord, VectorStore,
+    DataStore, DatasetStore, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore, RelationalStore,
+    SearchHistoryStore, UserStore, VectorRecord, VectorStore,
 };
 use recall_core::{
-    now_millis, DataItem, DataStatus, DatasetId, Edge, Node, PipelineRun, PipelineRunStatus, RecallError,
+    now_millis, DataItem, DataStatus, DatasetId, Edge, GraphBuildStatus, Node, PipelineRun, PipelineRunStatus,
+    RecallError, SearchRecord,
 };
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -382,6 +383,7 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     let datasets: &dyn DatasetStore = store.as_ref();
     let data: &dyn DataStore = store.as_ref();
     let runs: &dyn PipelineRunStore = store.as_ref();
+    let history: &dyn SearchHistoryStore = store.as_ref();
 
     let email = format!("{}@example.com", Uuid::new_v4());
     assert!(users.find_user(&email).await.unwrap().is_none());
@@ -449,8 +451,81 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     };
     runs.record_run(&started).await.unwrap();
     runs.record_run(&errored).await.unwrap();
-    assert_eq!(runs.list_runs(docs.id).await.unwrap(), vec![started, errored]);
+    assert_eq!(runs.list_runs(docs.id).await.unwrap(), vec![started.clone(), errored.clone()]);
     assert!(runs.list_runs(notes.id).await.unwrap().is_empty());
+
+    // The warm-up probe (spec/recall.md §6.2), against the same rules as GraphBuildStatus::from_runs.
+    let failed =
+        GraphBuildStatus::BuildFailed { error_class: Some("ValueError".into()), error_message: Some("bad".into()) };
+    assert_eq!(runs.graph_build_status(&[]).await.unwrap(), GraphBuildStatus::NeverBuilt);
+    assert_eq!(runs.graph_build_status(&[notes.id]).await.unwrap(), GraphBuildStatus::NeverBuilt);
+    assert_eq!(runs.graph_build_status(&[docs.id]).await.unwrap(), failed, "errored, nothing completed");
+    assert_eq!(runs.graph_build_status(&[notes.id, docs.id]).await.unwrap(), failed);
+    let staged = PipelineRun {
+        id: Uuid::new_v4(),
+        pipeline_run_id: Uuid::new_v4(),
+        pipeline_name: "add_pipeline".into(),
+        dataset_id: notes.id,
+        status: PipelineRunStatus::Errored,
+        created_at: errored.created_at + 1,
+        ..errored.clone()
+    };
+    runs.record_run(&staged).await.unwrap();
+    assert_eq!(
+        runs.graph_build_status(&[notes.id]).await.unwrap(),
+        GraphBuildStatus::Warm,
+        "staged only: fail-safe warm"
+    );
+    let newer_error = PipelineRun {
+        id: Uuid::new_v4(),
+        error_class: Some("KeyError".into()),
+        error_message: None,
+        created_at: errored.created_at + 2,
+        ..errored.clone()
+    };
+    runs.record_run(&newer_error).await.unwrap();
+    assert_eq!(
+        runs.graph_build_status(&[docs.id]).await.unwrap(),
+        GraphBuildStatus::BuildFailed { error_class: Some("KeyError".into()), error_message: None },
+        "the newest errored run"
+    );
+    let completed = PipelineRun {
+        id: Uuid::new_v4(),
+        status: PipelineRunStatus::Completed,
+        error_class: None,
+        error_message: None,
+        created_at: errored.created_at - 5,
+        ..errored.clone()
+    };
+    runs.record_run(&completed).await.unwrap();
+    assert_eq!(runs.graph_build_status(&[docs.id]).await.unwrap(), GraphBuildStatus::Warm, "any completed run is warm");
+    runs.delete_dataset_runs(notes.id).await.unwrap();
+
+    // Search history: a question and an answer row per answer, per user, oldest first.
+    let record = SearchRecord {
+        user_id: owner.id,
+        query_text: "Who wrote it? 'quoted' \\ \"double\"".into(),
+        query_type: "GRAPH_COMPLETION".into(),
+        answers: vec![(Some(docs.id), "Ada.".into()), (Some(notes.id), String::new())],
+    };
+    history.record_search(&record).await.unwrap();
+    let empty = SearchRecord { answers: vec![(None, String::new())], query_text: "later".into(), ..record.clone() };
+    history.record_search(&empty).await.unwrap();
+    let rows = history.search_history(owner.id).await.unwrap();
+    let view: Vec<(&str, &str, Option<DatasetId>)> =
+        rows.iter().map(|r| (r.user.as_str(), r.text.as_str(), r.dataset_id)).collect();
+    assert_eq!(
+        view,
+        vec![
+            ("user", record.query_text.as_str(), Some(docs.id)),
+            ("system", "Ada.", Some(docs.id)),
+            ("user", record.query_text.as_str(), Some(notes.id)),
+            ("system", "", Some(notes.id)),
+            ("user", "later", None),
+            ("system", "", None),
+        ]
+    );
+    assert!(history.search_history(Uuid::new_v4()).await.unwrap().is_empty(), "history is per user");
 
     let other = DataItem { id: Uuid::new_v4(), ..item.clone() };
     data.upsert_data(&other).await.unwrap();

@@ -10,11 +10,14 @@ mod global_context;
 mod normalise;
 mod recall;
 mod remember;
+pub mod scope;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use recall_core::ports::{Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, Summarizer, VectorStore};
+use recall_core::ports::{
+    Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, SessionLanes, Summarizer, VectorStore,
+};
 use recall_core::{Dataset, RecallError, Result, SearchType};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
@@ -41,6 +44,15 @@ pub struct EngineConfig {
     pub triplet_embedding: bool,
     /// `ALLOW_CYPHER_QUERY`: CYPHER and NATURAL_LANGUAGE run only when true.
     pub allow_cypher_query: bool,
+    /// `RECALL_WARMUP_SHORTCIRCUIT`: answer "still warming up" instead of
+    /// searching datasets whose graph was never built.
+    pub warmup_shortcircuit: bool,
+    /// `RECALL_WARMUP_THRESHOLD` (≥ 1), reported in the marker.
+    pub warmup_threshold: i64,
+    /// `RECALL_WARMUP_CACHE_TTL`: how long a warm verdict is cached.
+    pub warmup_cache_ttl: std::time::Duration,
+    /// `RECALL_LOG_SEARCH_HISTORY` / `COGNEE_LOG_SEARCH_HISTORY`: record searches.
+    pub log_search_history: bool,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +65,10 @@ impl Default for EngineConfig {
             extraction_concurrency: 8,
             triplet_embedding: false,
             allow_cypher_query: false,
+            warmup_shortcircuit: true,
+            warmup_threshold: 1,
+            warmup_cache_ttl: std::time::Duration::from_secs(60),
+            log_search_history: true,
         }
     }
 }
@@ -72,6 +88,10 @@ pub struct Engine {
     /// Per-dataset data versions, bumped on every graph write, so retriever
     /// caches (the BM25 index) rebuild when the data changes.
     pub(crate) data_versions: Arc<std::sync::Mutex<std::collections::HashMap<recall_core::DatasetId, u64>>>,
+    /// Session lanes; `None` (caching off) means they return nothing.
+    pub(crate) sessions: Option<Arc<dyn SessionLanes>>,
+    /// Warm verdicts of the warm-up probe, by (user, sorted dataset ids).
+    pub(crate) warm_cache: moka::future::Cache<(uuid::Uuid, Vec<recall_core::DatasetId>), ()>,
 }
 
 /// Builds an [`Engine`] from its ports. Retriever registration is explicit and
@@ -86,6 +106,7 @@ pub struct EngineBuilder {
     extractor: Option<Arc<dyn GraphExtractor>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     retrievers: RetrieverRegistry,
+    sessions: Option<Arc<dyn SessionLanes>>,
 }
 
 impl EngineBuilder {
@@ -105,7 +126,14 @@ impl EngineBuilder {
             extractor: None,
             summarizer: None,
             retrievers: RetrieverRegistry::with_builtins(),
+            sessions: None,
         }
+    }
+
+    /// The session lanes (the sessions crate's implementation of the port).
+    pub fn sessions(mut self, sessions: Arc<dyn SessionLanes>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// The graph extractor; by default the LLM one when an LLM is set, else the rule-based one.
@@ -142,6 +170,10 @@ impl EngineBuilder {
         if self.config.chunk_size == 0 {
             return Err(RecallError::invalid_input("chunk_size must be positive"));
         }
+        if self.config.warmup_threshold < 1 {
+            return Err(RecallError::invalid_input("recall_warmup_threshold must be at least 1"));
+        }
+        let warmup_ttl = self.config.warmup_cache_ttl;
         let extractor: Arc<dyn GraphExtractor> = match (self.extractor, &self.llm) {
             (Some(e), _) => e,
             (None, Some(llm)) => Arc::new(extract::LlmGraphExtractor::new(llm.clone())),
@@ -163,6 +195,8 @@ impl EngineBuilder {
             llm: self.llm,
             retrievers: self.retrievers,
             data_versions: Default::default(),
+            warm_cache: moka::future::Cache::builder().max_capacity(1024).time_to_live(warmup_ttl).build(),
+            sessions: self.sessions,
         })
     }
 }
@@ -201,6 +235,14 @@ impl Engine {
 
     pub fn vectors(&self) -> &Arc<dyn VectorStore> {
         &self.vectors
+    }
+
+    /// The default user's search history (questions and answers), oldest first.
+    pub async fn search_history(&self) -> Result<Vec<recall_core::HistoryRow>> {
+        match self.relational.users.find_user(&self.config.default_user_email).await? {
+            Some(user) => self.relational.history.search_history(user.id).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     pub fn relational(&self) -> &RelationalPorts {

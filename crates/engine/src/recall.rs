@@ -6,11 +6,15 @@ use std::collections::HashSet;
 
 use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
-use recall_core::{Dataset, DatasetId, RecallError, RecallResponse, Result, SearchType, User};
+use recall_core::{
+    Dataset, DatasetId, GraphBuildStatus, RecallError, RecallResponse, ResponseMarkerEntry, Result, SearchRecord,
+    SearchType, User,
+};
 use recall_retrievers::{FilterOperator, RetrievalContext, RetrievedContext, RetrieverOptions};
 use serde_json::{Map, Value};
 
 use crate::normalise::{normalise_payload, SearchResultPayload};
+use crate::scope::{check_tools_trigger, normalize_scope, plan, Plan, ScopeInputs, Source};
 use crate::Engine;
 
 /// `recall()`'s default `top_k`.
@@ -51,6 +55,16 @@ pub struct RecallRequest {
     /// k-hop projection; makes HYBRID_COMPLETION defer to GRAPH_COMPLETION.
     pub neighborhood_depth: Option<i64>,
     pub neighborhood_seed_top_k: Option<i64>,
+    /// Lanes to search (spec/recall.md §2); `None` is `["auto"]`.
+    pub scope: Option<Vec<String>>,
+    /// Turns on the session lanes.
+    pub session_id: Option<String>,
+    /// `qa` or `agent` (the session-context lane's profile).
+    pub context_profile: String,
+    /// `always` or `on_empty` (the tools lane).
+    pub tools_trigger: String,
+    /// The code lane's operation; needs `code` in the scope.
+    pub code_query: Option<Value>,
 }
 
 impl RecallRequest {
@@ -75,7 +89,39 @@ impl RecallRequest {
             feedback_influence: 0.0,
             neighborhood_depth: None,
             neighborhood_seed_top_k: None,
+            scope: None,
+            session_id: None,
+            context_profile: "qa".into(),
+            tools_trigger: "always".into(),
+            code_query: None,
         }
+    }
+
+    pub fn scope<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.scope = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// The lanes this request runs (validates the scope, `tools_trigger` and `code_query`).
+    pub fn plan(&self) -> Result<Plan> {
+        let scope = normalize_scope(self.scope.as_deref())?;
+        check_tools_trigger(&self.tools_trigger)?;
+        plan(
+            &scope,
+            ScopeInputs {
+                session_id_set: self.session_id.as_deref().is_some_and(|s| !s.is_empty()),
+                datasets_given: self.datasets.as_ref().is_some_and(|d| !d.is_empty())
+                    || self.dataset_ids.as_ref().is_some_and(|d| !d.is_empty()),
+                query_type_pinned: self.query_type.is_some(),
+                tools_on_empty: self.tools_trigger == "on_empty",
+                code_query_given: self.code_query.is_some(),
+            },
+        )
     }
 
     pub fn only_context(mut self, on: bool) -> Self {
@@ -127,6 +173,7 @@ impl RecallRequest {
     /// The checks that need no I/O: a positive `top_k` and a non-blank query.
     /// Returns `top_k` as a count (`None`: each retriever's default).
     pub fn validate(&self) -> Result<Option<usize>> {
+        self.plan()?;
         let top_k = match self.top_k {
             Some(k) if k <= 0 => return Err(RecallError::top_k_not_positive()),
             Some(k) => Some(usize::try_from(k).map_err(|_| RecallError::top_k_not_positive())?),
@@ -192,6 +239,27 @@ impl RecallRequest {
     }
 }
 
+/// The answer recorded for one dataset: the completion, else the context, as text.
+fn history_value(p: &SearchResultPayload) -> String {
+    if let Some(completion) = p.completion.as_ref().filter(|c| !c.is_empty()) {
+        return match completion.as_slice() {
+            [Value::String(s)] => s.clone(),
+            items => Value::Array(items.to_vec()).to_string(),
+        };
+    }
+    p.context.as_ref().map(RetrievedContext::as_text).unwrap_or_default()
+}
+
+/// Errors that reject a search type (retried once as HYBRID_COMPLETION after a routed guess).
+fn is_type_rejection(e: &RecallError) -> bool {
+    matches!(
+        e,
+        RecallError::UnsupportedSearchType(_)
+            | RecallError::SearchTypeDisabled(_)
+            | RecallError::SearchTypeNotSupported(_)
+    )
+}
+
 /// Python truthiness of a JSON value.
 fn truthy(v: &Value) -> bool {
     match v {
@@ -209,29 +277,222 @@ impl Engine {
     /// reads and writes nothing.
     pub async fn recall(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
         let top_k = request.validate()?;
+        let plan = request.plan()?;
+        let graph_only = plan.sources == [Source::Graph];
+        let mut merged: Vec<RecallResponse> = Vec::new();
+        for source in &plan.sources {
+            match source {
+                Source::Graph => {
+                    if plan.short_circuit && !merged.is_empty() {
+                        break;
+                    }
+                    merged.extend(self.graph_lane(request, top_k, graph_only).await?);
+                }
+                Source::Session | Source::Trace | Source::SessionContext => {
+                    merged.extend(self.session_lane(*source, request, top_k).await?);
+                }
+                Source::Tools => {
+                    if request.tools_trigger == "on_empty" && !merged.is_empty() {
+                        continue;
+                    }
+                    return Err(RecallError::Validation {
+                        name: "ToolCallsDisabledError",
+                        message: "Recall scope 'tools' requested but tool calls are disabled. Set TOOL_CALLS_ENABLED=true and register a connection with cognee.tools.register_sql_connection(...) to enable it.".into(),
+                    });
+                }
+                // The code graph (Enola) is not part of Recall: CODE has no retriever.
+                Source::Code => return Err(RecallError::unsupported_search_type(SearchType::Code)),
+            }
+        }
+        Ok(merged)
+    }
 
-        let user = self
-            .relational
-            .users
-            .find_user(&self.config.default_user_email)
-            .await?
-            .ok_or(RecallError::RecallPrecondition)?;
-
-        let search_type = match request.query_type {
-            Some(t) => t,
-            None if !self.llm_available() => SearchType::Chunks,
-            None if request.auto_route => recall_routing::route_query(&request.query_text).search_type,
-            None => SearchType::HybridCompletion,
+    /// The session, trace and session-context lanes: nothing without a
+    /// session id or without session memory.
+    async fn session_lane(
+        &self,
+        source: Source,
+        request: &RecallRequest,
+        top_k: Option<usize>,
+    ) -> Result<Vec<RecallResponse>> {
+        let (Some(sessions), Some(session_id)) = (self.sessions.as_ref(), request.session_id.as_deref()) else {
+            return Ok(Vec::new());
         };
-        self.check_search_type(search_type, request)?;
+        let user = self.default_user().await?;
+        let q = request.query_text.as_str();
+        Ok(match source {
+            Source::Session => sessions
+                .search_qa(&user, session_id, q, top_k)
+                .await?
+                .into_iter()
+                .map(RecallResponse::Session)
+                .collect(),
+            Source::Trace => sessions
+                .search_traces(&user, session_id, q, top_k)
+                .await?
+                .into_iter()
+                .map(RecallResponse::Trace)
+                .collect(),
+            _ => sessions
+                .session_context(&user, session_id, q, &request.context_profile)
+                .await?
+                .into_iter()
+                .map(RecallResponse::SessionContext)
+                .collect(),
+        })
+    }
+
+    async fn default_user(&self) -> Result<User> {
+        self.relational.users.find_user(&self.config.default_user_email).await?.ok_or(RecallError::RecallPrecondition)
+    }
+
+    /// The graph lane (spec/recall.md §3.4): type choice, strict dataset
+    /// resolution, the warm-up guard, the search with the retry-once rule.
+    async fn graph_lane(
+        &self,
+        request: &RecallRequest,
+        top_k: Option<usize>,
+        graph_only: bool,
+    ) -> Result<Vec<RecallResponse>> {
+        let user = self.default_user().await?;
+        let (search_type, routed_guess) = match request.query_type {
+            Some(t) => (t, false),
+            None if !self.llm_available() => (SearchType::Chunks, false),
+            None if request.auto_route => {
+                let decision = recall_routing::route_query(&request.query_text);
+                tracing::info!(search_type = %decision.search_type, rule = decision.rule, "query routed");
+                (decision.search_type, decision.is_routed_guess())
+            }
+            None => (SearchType::HybridCompletion, false),
+        };
+        // A pinned type that cannot run fails before any dataset is touched.
+        if !routed_guess {
+            self.check_search_type(search_type, request)?;
+        }
 
         let datasets = self.resolve_datasets(&user, request).await?;
-        let options = request.retriever_options(top_k);
 
-        let tasks = datasets.iter().map(|dataset| self.search_dataset(dataset, search_type, request, &options));
-        let outcomes = join_all(tasks).await;
-        let payloads = self.collect_payloads(&datasets, outcomes, search_type, request.only_context).await?;
+        if self.config.warmup_shortcircuit && !request.only_context {
+            match self.build_status(&user, &datasets).await {
+                GraphBuildStatus::Warm => {}
+                _ if !graph_only => return Ok(Vec::new()),
+                status => return Ok(vec![RecallResponse::System(self.warmup_marker(status))]),
+            }
+        }
+
+        let options = request.retriever_options(top_k);
+        let first = self.search_graph(&datasets, search_type, request, &options).await;
+        let (final_type, payloads) = match first {
+            Err(e) if routed_guess && is_type_rejection(&e) => {
+                tracing::warn!(search_type = %search_type, error = %e, "routed type rejected; retrying once as HYBRID_COMPLETION");
+                let retry = SearchType::HybridCompletion;
+                (retry, self.search_graph(&datasets, retry, request, &options).await?)
+            }
+            Err(e) => return Err(e),
+            Ok(payloads)
+                if routed_guess
+                    && matches!(search_type, SearchType::ChunksLexical | SearchType::CodingRules)
+                    && payloads.iter().all(|p| normalise_payload(p).is_empty()) =>
+            {
+                tracing::info!(search_type = %search_type, "routed type found nothing; retrying once as HYBRID_COMPLETION");
+                let retry = SearchType::HybridCompletion;
+                (retry, self.search_graph(&datasets, retry, request, &options).await?)
+            }
+            Ok(payloads) => (search_type, payloads),
+        };
+        self.log_history(&user, request, final_type, &payloads).await?;
         Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
+    }
+
+    /// One search type over the datasets: one payload per dataset.
+    async fn search_graph(
+        &self,
+        datasets: &[Dataset],
+        search_type: SearchType,
+        request: &RecallRequest,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<SearchResultPayload>> {
+        self.check_search_type(search_type, request)?;
+        let tasks = datasets.iter().map(|dataset| self.search_dataset(dataset, search_type, request, options));
+        let outcomes = join_all(tasks).await;
+        self.collect_payloads(datasets, outcomes, search_type, request.only_context).await
+    }
+
+    /// Records the search (spec/recall.md §11): a question and an answer row
+    /// per searched dataset, under the type that finally ran. A failing write
+    /// fails the recall.
+    async fn log_history(
+        &self,
+        user: &User,
+        request: &RecallRequest,
+        search_type: SearchType,
+        payloads: &[SearchResultPayload],
+    ) -> Result<()> {
+        if !self.config.log_search_history {
+            return Ok(());
+        }
+        let answers = if payloads.is_empty() {
+            vec![(None, String::new())]
+        } else {
+            payloads.iter().map(|p| (p.dataset.as_ref().map(|d| d.id), history_value(p))).collect()
+        };
+        let record = SearchRecord {
+            user_id: user.id,
+            query_text: request.query_text.clone(),
+            query_type: search_type.to_string(),
+            answers,
+        };
+        self.relational.history.record_search(&record).await
+    }
+
+    /// The warm-up probe, failing open; only warm verdicts are cached.
+    async fn build_status(&self, user: &User, datasets: &[Dataset]) -> GraphBuildStatus {
+        let mut ids: Vec<DatasetId> = datasets.iter().map(|d| d.id).collect();
+        ids.sort();
+        let key = (user.id, ids);
+        if self.warm_cache.get(&key).await.is_some() {
+            return GraphBuildStatus::Warm;
+        }
+        match self.relational.runs.graph_build_status(&key.1).await {
+            Ok(GraphBuildStatus::Warm) => {
+                self.warm_cache.insert(key, ()).await;
+                GraphBuildStatus::Warm
+            }
+            Ok(status) => status,
+            Err(e) => {
+                tracing::warn!(error = %e, "warm-up probe failed; searching anyway");
+                GraphBuildStatus::Warm
+            }
+        }
+    }
+
+    fn warmup_marker(&self, status: GraphBuildStatus) -> ResponseMarkerEntry {
+        match status {
+            GraphBuildStatus::BuildFailed { error_class, error_message } => {
+                let mut desc = error_class.clone().unwrap_or_else(|| "unknown error".into());
+                if let Some(m) = error_message.as_deref().filter(|m| !m.is_empty()) {
+                    desc.push_str(": ");
+                    desc.push_str(m);
+                }
+                ResponseMarkerEntry {
+                    status: "build_failed".into(),
+                    text: format!("Memory build failed: the last ingestion for the requested datasets ended in an error ({desc}). Fix the cause and re-run remember() or cognify()."),
+                    datapoint_count: 0,
+                    threshold: self.config.warmup_threshold,
+                    error_class,
+                    error_message,
+                }
+            }
+            _ => ResponseMarkerEntry {
+                status: "memory_warming_up".into(),
+                text: "Memory is still warming up: no knowledge graph data exists yet for the requested datasets."
+                    .into(),
+                datapoint_count: 0,
+                threshold: self.config.warmup_threshold,
+                error_class: None,
+                error_message: None,
+            },
+        }
     }
 
     /// The retriever-factory checks that need no I/O (retrievers.md §1.4).
@@ -506,8 +767,8 @@ mod tests {
     use std::sync::Arc;
 
     use recall_core::ports::{
-        MockDataStore, MockDatasetStore, MockEmbedder, MockGraphStore, MockPipelineRunStore, MockUserStore,
-        MockVectorStore, RelationalPorts,
+        MockDataStore, MockDatasetStore, MockEmbedder, MockGraphStore, MockPipelineRunStore, MockSearchHistoryStore,
+        MockUserStore, MockVectorStore, RelationalPorts,
     };
     use recall_core::User;
     use uuid::Uuid;
@@ -522,6 +783,7 @@ mod tests {
             datasets: Arc::new(MockDatasetStore::new()),
             data: Arc::new(MockDataStore::new()),
             runs: Arc::new(MockPipelineRunStore::new()),
+            history: Arc::new(MockSearchHistoryStore::new()),
         };
         EngineBuilder::new(
             relational,

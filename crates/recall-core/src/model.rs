@@ -333,6 +333,62 @@ pub struct PipelineRun {
     pub created_at: EpochMillis,
 }
 
+/// Whether a set of datasets has a built knowledge graph (the warm-up probe,
+/// spec/recall.md §6.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GraphBuildStatus {
+    Warm,
+    NeverBuilt,
+    BuildFailed { error_class: Option<String>, error_message: Option<String> },
+}
+
+impl GraphBuildStatus {
+    /// Warm if any graph-writing run completed; else build_failed with the
+    /// newest errored one; else warm if any run exists (staged or in flight);
+    /// else never built.
+    pub fn from_runs(runs: &[PipelineRun]) -> Self {
+        let graph_runs = runs.iter().filter(|r| r.pipeline_name != pipelines::ADD);
+        if graph_runs.clone().any(|r| r.status == PipelineRunStatus::Completed) {
+            return GraphBuildStatus::Warm;
+        }
+        let newest_error = graph_runs
+            .filter(|r| r.status == PipelineRunStatus::Errored)
+            .max_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        if let Some(r) = newest_error {
+            return GraphBuildStatus::BuildFailed {
+                error_class: r.error_class.clone(),
+                error_message: r.error_message.clone(),
+            };
+        }
+        if runs.is_empty() {
+            GraphBuildStatus::NeverBuilt
+        } else {
+            GraphBuildStatus::Warm
+        }
+    }
+}
+
+/// One search to record in history: the question, the search type that
+/// answered it, and one answer per searched dataset (one empty answer with no
+/// dataset when none was searched).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRecord {
+    pub user_id: Uuid,
+    pub query_text: String,
+    pub query_type: String,
+    pub answers: Vec<(Option<DatasetId>, String)>,
+}
+
+/// A history row: a question (`user = "user"`) or an answer (`user = "system"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub id: Uuid,
+    pub text: String,
+    pub user: String,
+    pub dataset_id: Option<DatasetId>,
+    pub created_at: EpochMillis,
+}
+
 /// Names of the ingestion pipelines, as Cognee records them.
 pub mod pipelines {
     /// Stores raw data items (`add`).

@@ -266,11 +266,32 @@ pub trait PipelineRunStore: Send + Sync {
     /// Runs of one dataset, oldest first.
     async fn list_runs(&self, dataset: DatasetId) -> Result<Vec<PipelineRun>>;
 
+    /// The graph-build state of these datasets (spec/recall.md §6.2). The
+    /// default reads every run; adapters answer it with one indexed query.
+    async fn graph_build_status(&self, datasets: &[DatasetId]) -> Result<crate::GraphBuildStatus> {
+        let mut runs = Vec::new();
+        for d in datasets {
+            runs.extend(self.list_runs(*d).await?);
+        }
+        Ok(crate::GraphBuildStatus::from_runs(&runs))
+    }
+
     async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()>;
 }
 
+/// Search history (spec/recall.md §11): the `queries` and `results` tables.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait SearchHistoryStore: Send + Sync {
+    /// Writes one query row and one result row per answer, atomically.
+    async fn record_search(&self, record: &crate::SearchRecord) -> Result<()>;
+
+    /// The user's questions (`user = "user"`) and answers (`user = "system"`), oldest first.
+    async fn search_history(&self, user_id: Uuid) -> Result<Vec<crate::HistoryRow>>;
+}
+
 /// The relational store as one object, for adapters that implement every concern.
-pub trait RelationalStore: UserStore + DatasetStore + DataStore + PipelineRunStore {
+pub trait RelationalStore: UserStore + DatasetStore + DataStore + PipelineRunStore + SearchHistoryStore {
     fn name(&self) -> &'static str {
         "relational"
     }
@@ -284,12 +305,51 @@ pub struct RelationalPorts {
     pub datasets: Arc<dyn DatasetStore>,
     pub data: Arc<dyn DataStore>,
     pub runs: Arc<dyn PipelineRunStore>,
+    pub history: Arc<dyn SearchHistoryStore>,
 }
 
 impl RelationalPorts {
     pub fn from_store<S: RelationalStore + 'static>(store: Arc<S>) -> Self {
-        Self { users: store.clone(), datasets: store.clone(), data: store.clone(), runs: store }
+        Self { users: store.clone(), datasets: store.clone(), data: store.clone(), runs: store.clone(), history: store }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Session memory
+// ---------------------------------------------------------------------------
+
+/// The session lanes of `recall()` (spec/recall.md §3.1–3.3). The sessions
+/// crate implements it; an engine without one (caching off) gets no session
+/// results.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait SessionLanes: Send + Sync {
+    /// QA entries of the session matching the query, best first, at most `top_k`.
+    async fn search_qa(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> Result<Vec<crate::ResponseQAEntry>>;
+
+    /// Agent-trace steps of the session matching the query.
+    async fn search_traces(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> Result<Vec<crate::ResponseAgentTraceEntry>>;
+
+    /// The session's guidance block for `profile`, read-only.
+    async fn session_context(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        profile: &str,
+    ) -> Result<Vec<crate::ResponseSessionContextEntry>>;
 }
 
 // ---------------------------------------------------------------------------

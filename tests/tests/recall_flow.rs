@@ -1,0 +1,298 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! recall()'s decisions end to end on the in-memory stack: the warm-up
+//! marker, scopes and lanes (with a fake session port), and the retry-once
+//! rule for routed guesses (against a fake OpenAI-compatible server).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::routing::post;
+use axum::{Json, Router};
+use recall_core::ports::{GraphExtractor, RelationalPorts, SessionLanes};
+use recall_core::{
+    KnowledgeGraph, RecallError, RecallResponse, ResponseAgentTraceEntry, ResponseQAEntry, ResponseSessionContextEntry,
+    Result, SearchType, User,
+};
+use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
+use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, RememberInput};
+use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+use recall_openai::{OpenAiChat, OpenAiConfig};
+use serde_json::{json, Value};
+
+const USER: &str = "default_user@example.com";
+
+fn builder(config: EngineConfig) -> EngineBuilder {
+    EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        Arc::new(MemoryGraphStore::new()),
+        Arc::new(MemoryVectorStore::new()),
+        Arc::new(HashingEmbedder::new(64).unwrap()),
+    )
+    .config(config)
+    .extractor(Arc::new(RuleBasedExtractor))
+    .summarizer(Arc::new(ExtractiveSummarizer::default()))
+}
+
+async fn remembered(engine: &Engine) {
+    engine.remember("bees", &[RememberInput::text("Honeybees share directions with the waggle dance.")]).await.unwrap();
+}
+
+struct FailingExtractor;
+
+#[async_trait]
+impl GraphExtractor for FailingExtractor {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+    async fn extract(&self, _text: &str) -> Result<KnowledgeGraph> {
+        Err(RecallError::Provider("the model is down".into()))
+    }
+}
+
+fn marker(results: &[RecallResponse]) -> &recall_core::ResponseMarkerEntry {
+    match results {
+        [RecallResponse::System(m)] => m,
+        other => panic!("expected one marker, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn never_built_memory_answers_with_the_warming_up_marker() {
+    let engine = builder(EngineConfig::default()).build().unwrap();
+    engine.relational().users.ensure_user(USER).await.unwrap();
+    let results = engine.recall(&RecallRequest::new("anything")).await.unwrap();
+    let m = marker(&results);
+    assert_eq!(m.status, "memory_warming_up");
+    assert_eq!(m.text, "Memory is still warming up: no knowledge graph data exists yet for the requested datasets.");
+    assert_eq!((m.datapoint_count, m.threshold), (0, 1));
+    assert_eq!(serde_json::to_value(&results[0]).unwrap()["source"], "system");
+    // only_context bypasses the guard; a scope beyond graph gets no marker.
+    assert!(engine.recall(&RecallRequest::new("anything").only_context(true)).await.unwrap().is_empty());
+    assert!(engine.recall(&RecallRequest::new("anything").scope(["graph", "trace"])).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
+    let engine = builder(EngineConfig::default()).extractor(Arc::new(FailingExtractor)).build().unwrap();
+    assert!(engine.remember("bees", &[RememberInput::text("Bees dance.")]).await.is_err());
+    let results = engine.recall(&RecallRequest::new("bees")).await.unwrap();
+    let m = marker(&results);
+    assert_eq!(m.status, "build_failed");
+    assert_eq!(m.error_class.as_deref(), Some("ProviderError"));
+    assert_eq!(
+        m.text,
+        format!(
+            "Memory build failed: the last ingestion for the requested datasets ended in an error (ProviderError: {}). Fix the cause and re-run remember() or cognify().",
+            m.error_message.as_deref().unwrap()
+        )
+    );
+
+    let config = EngineConfig { warmup_shortcircuit: false, ..Default::default() };
+    let engine = builder(config).extractor(Arc::new(FailingExtractor)).build().unwrap();
+    assert!(engine.remember("bees", &[RememberInput::text("Bees dance.")]).await.is_err());
+    let err = engine.recall(&RecallRequest::new("bees")).await.unwrap_err();
+    assert_eq!(err.http_status(), 404);
+    assert!(err.to_string().contains("holds 1 data item(s) but its knowledge graph is empty"), "{err}");
+}
+
+#[tokio::test]
+async fn a_built_graph_is_warm() {
+    let engine = builder(EngineConfig::default()).build().unwrap();
+    remembered(&engine).await;
+    let results = engine.recall(&RecallRequest::new("waggle dance")).await.unwrap();
+    assert!(!results.is_empty());
+    assert!(results.iter().all(|r| r.source() == "graph"));
+}
+
+/// Session memory that knows one QA turn about bees.
+struct FakeSessions;
+
+#[async_trait]
+impl SessionLanes for FakeSessions {
+    async fn search_qa(
+        &self,
+        _u: &User,
+        session: &str,
+        query: &str,
+        _k: Option<usize>,
+    ) -> Result<Vec<ResponseQAEntry>> {
+        if !query.contains("bees") {
+            return Ok(vec![]);
+        }
+        Ok(vec![ResponseQAEntry {
+            time: "2026-11-30T00:00:00Z".into(),
+            question: "How do bees talk?".into(),
+            context: String::new(),
+            answer: format!("They dance ({session})."),
+            qa_id: "qa-1".into(),
+            feedback_text: None,
+            feedback_score: None,
+            used_graph_element_ids: None,
+            memify_metadata: None,
+            used_session_context_ids: None,
+        }])
+    }
+    async fn search_traces(
+        &self,
+        _u: &User,
+        _s: &str,
+        _q: &str,
+        _k: Option<usize>,
+    ) -> Result<Vec<ResponseAgentTraceEntry>> {
+        Ok(vec![])
+    }
+    async fn session_context(
+        &self,
+        _u: &User,
+        _s: &str,
+        _q: &str,
+        profile: &str,
+    ) -> Result<Vec<ResponseSessionContextEntry>> {
+        Ok(vec![ResponseSessionContextEntry {
+            content: "Prefer short answers.".into(),
+            context_profile: profile.into(),
+        }])
+    }
+}
+
+#[tokio::test]
+async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
+    let engine = builder(EngineConfig::default()).sessions(Arc::new(FakeSessions)).build().unwrap();
+    remembered(&engine).await;
+    let sources = |r: &[RecallResponse]| r.iter().map(|x| x.source()).collect::<Vec<_>>();
+
+    // auto + session id + no datasets: a session hit skips the graph.
+    let r = engine.recall(&RecallRequest::new("how do bees talk").session_id("s1")).await.unwrap();
+    assert_eq!(sources(&r), vec!["session"]);
+    assert_eq!(r[0].text(), "They dance (s1).");
+    // No session hit: the graph answers.
+    let r = engine.recall(&RecallRequest::new("waggle dance").session_id("s1")).await.unwrap();
+    assert!(!r.is_empty() && r.iter().all(|x| x.source() == "graph"));
+    // With datasets both contribute, session first.
+    let r = engine.recall(&RecallRequest::new("how do bees talk").session_id("s1").datasets(["bees"])).await.unwrap();
+    assert_eq!(sources(&r)[0], "session");
+    assert!(sources(&r)[1..].iter().all(|s| *s == "graph") && r.len() > 1);
+    // Explicit lanes, in order.
+    let r = engine
+        .recall(&RecallRequest::new("how do bees talk").session_id("s1").scope(["session_context", "session", "trace"]))
+        .await
+        .unwrap();
+    assert_eq!(sources(&r), vec!["session_context", "session"]);
+    // Session lanes need a session id.
+    assert!(engine.recall(&RecallRequest::new("bees").scope(["session", "trace"])).await.unwrap().is_empty());
+    // An empty scope runs nothing.
+    assert!(engine.recall(&RecallRequest::new("bees").scope(Vec::<String>::new())).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn bad_scopes_and_unavailable_lanes_are_typed_errors() {
+    let engine = builder(EngineConfig::default()).build().unwrap();
+    remembered(&engine).await;
+    let err = engine.recall(&RecallRequest::new("q").scope(["graph", "web"])).await.unwrap_err();
+    assert_eq!(err.name(), "ValueError");
+    assert!(err.to_string().starts_with("Unknown recall scope(s): ['web']. Valid values: ['all', 'auto', "));
+    let err = engine.recall(&RecallRequest::new("q").scope(["tools"])).await.unwrap_err();
+    assert_eq!(err.name(), "ToolCallsDisabledError");
+    let err = engine.recall(&RecallRequest::new("q").scope(["code"])).await.unwrap_err();
+    assert_eq!(err.to_string(), "Unsupported search type: SearchType.CODE");
+    let mut request = RecallRequest::new("q");
+    request.tools_trigger = "sometimes".into();
+    assert_eq!(engine.recall(&request).await.unwrap_err().name(), "InvalidToolsTriggerError");
+    let mut request = RecallRequest::new("q");
+    request.code_query = Some(json!({"operation": "explore"}));
+    assert_eq!(engine.recall(&request).await.unwrap_err().name(), "InvalidCodeQueryError");
+    // "graph_context" is the deprecated spelling of "graph".
+    assert!(!engine.recall(&RecallRequest::new("waggle").scope(["graph_context"])).await.unwrap().is_empty());
+}
+
+async fn fake_llm(answer: &'static str) -> String {
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |Json(_body): Json<Value>| async move {
+            Json(json!({"choices": [{"message": {"role": "assistant", "content": answer}}]}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_routed_guess_that_finds_nothing_is_retried_once_as_hybrid() {
+    let endpoint = fake_llm("Bees dance.").await;
+    let chat = OpenAiChat::new(OpenAiConfig::new(endpoint, "gpt-test", Some("sk".into()))).unwrap();
+    let engine = builder(EngineConfig::default()).llm(Some(Arc::new(chat))).build().unwrap();
+    remembered(&engine).await;
+
+    // Routed to CODING_RULES (no rules stored): retried as HYBRID_COMPLETION.
+    let r = engine.recall(&RecallRequest::new("What are our coding rules for bees?")).await.unwrap();
+    let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
+    assert_eq!(item.search_type, SearchType::HybridCompletion);
+    assert_eq!(item.text, "Bees dance.");
+    // Pinned, it is never retried.
+    let r = engine
+        .recall(&RecallRequest::new("What are our coding rules for bees?").query_type(SearchType::CodingRules))
+        .await
+        .unwrap();
+    assert!(r.is_empty());
+    // A routed quoted phrase that finds chunks stays lexical.
+    let r = engine.recall(&RecallRequest::new("\"waggle dance\"")).await.unwrap();
+    let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
+    assert_eq!(item.search_type, SearchType::ChunksLexical);
+    // The default route is HYBRID_COMPLETION.
+    let r = engine.recall(&RecallRequest::new("How do bees share directions?")).await.unwrap();
+    let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
+    assert_eq!(item.search_type, SearchType::HybridCompletion);
+}
+
+#[tokio::test]
+async fn graph_searches_are_recorded_in_history() {
+    let engine = builder(EngineConfig::default()).build().unwrap();
+    engine.relational().users.ensure_user(USER).await.unwrap();
+    // A warm-up marker records nothing.
+    engine.recall(&RecallRequest::new("nothing yet")).await.unwrap();
+    assert!(engine.search_history().await.unwrap().is_empty());
+
+    remembered(&engine).await;
+    let results = engine.recall(&RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
+    let history = engine.search_history().await.unwrap();
+    let rows: Vec<(&str, &str)> = history.iter().map(|r| (r.user.as_str(), r.text.as_str())).collect();
+    let answer = serde_json::to_value(vec![serde_json::to_value(&results[0]).unwrap()["raw"].clone()]).unwrap();
+    assert_eq!(rows, vec![("user", "waggle dance"), ("system", answer.to_string().as_str())]);
+    assert!(history[0].dataset_id.is_some());
+
+    let quiet = builder(EngineConfig { log_search_history: false, ..Default::default() }).build().unwrap();
+    remembered(&quiet).await;
+    quiet.recall(&RecallRequest::new("waggle dance")).await.unwrap();
+    assert!(quiet.search_history().await.unwrap().is_empty());
+}
+
+struct BrokenHistory;
+
+#[async_trait]
+impl recall_core::ports::SearchHistoryStore for BrokenHistory {
+    async fn record_search(&self, _record: &recall_core::SearchRecord) -> Result<()> {
+        Err(RecallError::backend_msg("history table is gone"))
+    }
+    async fn search_history(&self, _user: uuid::Uuid) -> Result<Vec<recall_core::HistoryRow>> {
+        Ok(vec![])
+    }
+}
+
+#[tokio::test]
+async fn a_failing_history_write_fails_the_recall() {
+    let mut relational = RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new()));
+    relational.history = Arc::new(BrokenHistory);
+    let engine = EngineBuilder::new(
+        relational,
+        Arc::new(MemoryGraphStore::new()),
+        Arc::new(MemoryVectorStore::new()),
+        Arc::new(HashingEmbedder::new(64).unwrap()),
+    )
+    .build()
+    .unwrap();
+    remembered(&engine).await;
+    let err = engine.recall(&RecallRequest::new("waggle dance")).await.unwrap_err();
+    assert!(err.to_string().contains("history table is gone"), "{err}");
+}
