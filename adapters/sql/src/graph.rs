@@ -206,6 +206,35 @@ impl GraphStore for SqlGraphStore {
         Ok(Subgraph { nodes, edges })
     }
 
+    /// Two indexed edge reads (by source, by target) and the endpoints;
+    /// unlike `neighborhood`, no read of the neighbours' own edges.
+    async fn edges_around(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Subgraph> {
+        let found = self.get_nodes(dataset, ids).await?;
+        let seeds: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
+        let frontier: Vec<Uuid> = seeds.iter().copied().collect();
+        let mut edges = self.edges_touching(dataset, &frontier, "source_id").await?;
+        // An edge between two seeds came back by source already.
+        edges.extend(
+            self.edges_touching(dataset, &frontier, "target_id")
+                .await?
+                .into_iter()
+                .filter(|e| !seeds.contains(&e.source_node_id)),
+        );
+        let mut others: Vec<Uuid> = edges
+            .iter()
+            .flat_map(|e| [e.source_node_id, e.target_node_id])
+            .filter(|id| !seeds.contains(id))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        others.sort();
+        let mut nodes = found;
+        nodes.extend(self.get_nodes(dataset, &others).await?);
+        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
+        Ok(Subgraph { nodes, edges })
+    }
+
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
         let ds: Value = dataset.to_string().into();
         let node_rows = self

@@ -85,6 +85,22 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     assert_eq!(knows.target_node_id, b);
     assert!(knows.properties.contains_key("edge_object_id"), "edge properties round-trip");
 
+    // The ID-filtered projection keeps only edges touching the seeds: around
+    // alice, bob's is_a edge (between two neighbours) is left out.
+    let around = store.edges_around(ds, &[a, Uuid::new_v4()]).await.unwrap();
+    let mut ids: Vec<Uuid> = around.nodes.iter().map(|n| n.id).collect();
+    ids.sort();
+    assert_eq!(ids, expected, "the seeds and the other endpoints of their edges");
+    let mut rels: Vec<(Uuid, String, Uuid)> =
+        around.edges.iter().map(|e| (e.source_node_id, e.relationship_name.clone(), e.target_node_id)).collect();
+    rels.sort();
+    let mut want_rels = vec![(a, "is_a".to_string(), c), (a, "knows".to_string(), b)];
+    want_rels.sort();
+    assert_eq!(rels, want_rels);
+    let around = store.edges_around(ds, &[d]).await.unwrap();
+    assert_eq!((around.nodes.len(), around.edges.len()), (2, 1), "incoming edges count");
+    assert!(store.edges_around(ds, &[]).await.unwrap().nodes.is_empty());
+
     // Incoming edges count too: 1-hop around dave reaches person.
     let sub = store.neighborhood(ds, &[d], 1).await.unwrap();
     assert_eq!(sub.nodes.len(), 2);

@@ -40,6 +40,21 @@ pub trait GraphStore: Send + Sync {
     /// edge between them. `depth` 1 is Cognee's 1-hop projection.
     async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph>;
 
+    /// Cognee's ID-filtered projection: the nodes with these ids, every edge
+    /// with at least one endpoint among them, and those edges' other
+    /// endpoints — not the edges between two neighbours. The default filters
+    /// [`GraphStore::neighborhood`]; adapters can fetch less.
+    async fn edges_around(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Subgraph> {
+        let sub = self.neighborhood(dataset, ids, 1).await?;
+        let seeds: std::collections::HashSet<Uuid> = ids.iter().copied().collect();
+        let edges: Vec<Edge> = sub
+            .edges
+            .into_iter()
+            .filter(|e| seeds.contains(&e.source_node_id) || seeds.contains(&e.target_node_id))
+            .collect();
+        Ok(Subgraph { nodes: sub.nodes, edges })
+    }
+
     /// Every node and edge of one dataset (for exports, indexes and forget).
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph>;
 

@@ -404,11 +404,8 @@ pub(crate) async fn hybrid_candidates(
 
     let edge_rank: HashMap<Uuid, usize> = edge_hits.iter().enumerate().map(|(r, h)| (h.id, r)).collect();
     let entity_ids: Vec<Uuid> = entity_hits.iter().take(params.entities_top_k).map(|h| h.id).collect();
-    let around = if entity_ids.is_empty() {
-        Default::default()
-    } else {
-        ctx.graph.neighborhood(dataset, &entity_ids, 1).await?
-    };
+    let around =
+        if entity_ids.is_empty() { Default::default() } else { ctx.graph.edges_around(dataset, &entity_ids).await? };
     let (entities, shown) = build_entities(&entity_hits, &around, &edge_rank, params, &filter);
     let reachable: Option<HashSet<Uuid>> = filter.as_ref().map(|_| shown.clone());
     let budget = if entities.is_empty() && filter.is_none() {

@@ -106,7 +106,7 @@ async fn supporting_chunks(ctx: &RetrievalContext, triplets: &[Triplet]) -> reca
     let around = if entity_ids.is_empty() {
         Default::default()
     } else {
-        ctx.graph.neighborhood(ctx.dataset.id, &entity_ids, 1).await?
+        ctx.graph.edges_around(ctx.dataset.id, &entity_ids).await?
     };
     let chunks: HashMap<Uuid, &Node> =
         around.nodes.iter().filter(|n| n.node_type == DOCUMENT_CHUNK).map(|n| (n.id, n)).collect();

@@ -167,7 +167,7 @@ async fn project(
         return ctx.graph.nodeset_subgraph(dataset, filter).await;
     }
     let ids: Vec<Uuid> = seeds.iter().map(|s| s.0).collect();
-    let fragment = if ids.is_empty() { Subgraph::default() } else { ctx.graph.neighborhood(dataset, &ids, 1).await? };
+    let fragment = if ids.is_empty() { Subgraph::default() } else { ctx.graph.edges_around(dataset, &ids).await? };
     if fragment.edges.is_empty() {
         return ctx.graph.get_graph(dataset).await;
     }
