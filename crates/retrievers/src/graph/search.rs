@@ -108,6 +108,7 @@ pub async fn brute_force_triplet_search(
     if ctx.graph.is_empty(dataset).await? {
         return Err(empty_graph());
     }
+    let started = std::time::Instant::now();
     let vector = ctx.embed_query(query).await?;
     // With a node-set filter there is no per-collection cap: hits are filtered instead.
     let limit = if params.node_filter.is_some() { None } else { Some(params.wide_search_top_k) };
@@ -132,6 +133,7 @@ pub async fn brute_force_triplet_search(
     }
     let edge_distance: HashMap<Uuid, f64> = edge_hits.iter().map(|h| (h.id, h.score)).collect();
 
+    let searched = started.elapsed();
     let fragment = match project(ctx, params, &node_distance).await {
         Ok(f) => f,
         Err(e @ RecallError::InvalidInput(_)) => return Err(e),
@@ -140,7 +142,19 @@ pub async fn brute_force_triplet_search(
             Subgraph::default()
         }
     };
-    Ok(rank_triplets(fragment, &node_distance, &edge_distance, params))
+    let projected = started.elapsed();
+    let (nodes, edges) = (fragment.nodes.len(), fragment.edges.len());
+    let ranked = rank_triplets(fragment, &node_distance, &edge_distance, params);
+    tracing::debug!(
+        seeds = node_distance.len(),
+        nodes,
+        edges,
+        vector_ms = searched.as_secs_f64() * 1e3,
+        projection_ms = (projected - searched).as_secs_f64() * 1e3,
+        ranking_ms = (started.elapsed() - projected).as_secs_f64() * 1e3,
+        "brute_force_triplet_search"
+    );
+    Ok(ranked)
 }
 
 /// The memory fragment: k-hop around seeds, the node-set subgraph, or 1 hop
@@ -198,30 +212,47 @@ fn rank_triplets(
     for n in fragment.nodes {
         nodes.entry(n.id).or_insert(n);
     }
-    let node_score = |n: &Node| {
-        let d = node_distance.get(&n.id).copied().unwrap_or(params.penalty);
-        element_score(d, weight(&n.properties, "importance_weight"), weight(&n.properties, "feedback_weight"), params)
-    };
-    let mut seen_edges = HashSet::new();
-    let mut scored: Vec<Triplet> = Vec::new();
-    for edge in fragment.edges {
-        let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
-        if !seen_edges.insert(key) {
+    let node_scores: HashMap<Uuid, f64> = nodes
+        .values()
+        .map(|n| {
+            let d = node_distance.get(&n.id).copied().unwrap_or(params.penalty);
+            let w = weight(&n.properties, "importance_weight");
+            (n.id, element_score(d, w, weight(&n.properties, "feedback_weight"), params))
+        })
+        .collect();
+    // Score every edge by reference; clone only the winners.
+    let mut seen_edges = HashSet::with_capacity(fragment.edges.len());
+    let mut scored: Vec<(f64, usize)> = Vec::with_capacity(fragment.edges.len());
+    for (i, edge) in fragment.edges.iter().enumerate() {
+        if !seen_edges.insert((edge.source_node_id, edge.relationship_name.as_str(), edge.target_node_id)) {
             continue;
         }
-        let (Some(n1), Some(n2)) = (nodes.get(&edge.source_node_id), nodes.get(&edge.target_node_id)) else {
+        let (Some(s1), Some(s2)) = (node_scores.get(&edge.source_node_id), node_scores.get(&edge.target_node_id))
+        else {
             continue;
         };
         let edge_type_id = ids::id_for("EdgeType", &[edge.edge_text.as_deref().unwrap_or(&edge.relationship_name)]);
         let ed = edge_distance.get(&edge_type_id).copied().unwrap_or(params.penalty);
         let es = element_score(ed, 0.5, weight(&edge.properties, "feedback_weight"), params);
-        let score = node_score(n1) + node_score(n2) + es;
-        scored.push(Triplet { node1: n1.clone(), edge, node2: n2.clone(), score });
+        scored.push((s1 + s2 + es, i));
     }
-    // Stable: ties keep projection order.
-    scored.sort_by(|a, b| a.score.total_cmp(&b.score));
+    // Lowest first; ties keep projection order (a stable selection).
+    let by_score = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if scored.len() > params.top_k && params.top_k > 0 {
+        scored.select_nth_unstable_by(params.top_k - 1, by_score);
+        scored.truncate(params.top_k);
+    }
+    scored.sort_by(by_score);
     scored.truncate(params.top_k);
     scored
+        .into_iter()
+        .filter_map(|(score, i)| {
+            let edge = fragment.edges[i].clone();
+            let node1 = nodes.get(&edge.source_node_id)?.clone();
+            let node2 = nodes.get(&edge.target_node_id)?.clone();
+            Some(Triplet { node1, edge, node2, score })
+        })
+        .collect()
 }
 
 #[cfg(test)]
