@@ -49,6 +49,9 @@ enum Command {
     /// Explain the automatic search-type choice for a question: prints
     /// {"search_type": …, "rule": …} (spec/routing.md Part A).
     Route { query: String },
+    /// Explain the skill gate for a question: prints
+    /// {"fired": …, "score": …, "matched": [rule names], "fragments": […]} (spec/skills.md).
+    SkillGate { query: String },
     /// Show the configured adapters and check that each answers.
     Doctor,
     /// List your datasets.
@@ -237,6 +240,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::SkillGate { query } => print_json(&recall_skills::should_search_skills(&query)),
         Command::Route { query } => {
             let decision = recall_routing::route_query(&query);
             print_json(&serde_json::json!({"search_type": decision.search_type, "rule": decision.rule}))

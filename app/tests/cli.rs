@@ -206,5 +206,14 @@ fn route_explains_the_automatic_choice() {
         assert_eq!(v["search_type"], search_type, "{query}");
         assert_eq!(v["rule"], rule, "{query}");
     }
-    assert!(!dir.path().join("recall.db").exists(), "route opens no storage");
+    let o = recall(dir.path(), &["skill-gate", "How do I rotate the API key?"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"fired": true, "score": 5.0, "matched": ["E1_how_do_i", "E7_ops_verb"], "fragments": ["How do I", "rotate"]})
+    );
+    let o = recall(dir.path(), &["skill-gate", "不同环境怎么部署"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["fired"], false);
+    assert!(!dir.path().join("recall.db").exists(), "route and skill-gate open no storage");
 }
