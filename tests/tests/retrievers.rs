@@ -559,3 +559,33 @@ async fn a_registered_retriever_replaces_the_built_in_one() {
     assert_eq!(ctx[0].text, "cba");
     assert_eq!(ctx[0].system_prompt, None);
 }
+
+#[tokio::test]
+async fn temporal_asks_the_llm_for_the_window_when_one_is_configured() {
+    // "back then" has no absolute date: only the LLM can place it in 1843.
+    let (engine, fake) = with_llm(
+        Arc::new(|body: &Value| {
+            if body["response_format"]["json_schema"]["name"] == "QueryInterval" {
+                json!({"starts_at": {"year": 1843, "month": null, "day": null}, "ends_at": {"year": 1844}}).to_string()
+            } else {
+                "ok".into()
+            }
+        }),
+        EngineConfig::default(),
+    )
+    .await;
+    let n = fake.requests().len();
+    let items = run(
+        &engine,
+        RecallRequest::new("What did Ada Lovelace publish back then?")
+            .query_type(SearchType::Temporal)
+            .only_context(true),
+    )
+    .await;
+    let passages = items[0].text.split("## Relevant passages\n").nth(1).unwrap();
+    assert!(passages.starts_with(GAMMA), "{passages}");
+    let sent = &fake.requests()[n..];
+    assert_eq!(sent.len(), 1, "only the window extraction is called with only_context");
+    assert!(system_of(&sent[0]).starts_with("Extract the time window a question is about"));
+    assert_eq!(user_of(&sent[0]), "What did Ada Lovelace publish back then?");
+}

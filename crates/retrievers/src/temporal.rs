@@ -1,8 +1,10 @@
 //! TEMPORAL (spec/decisions.md; retrievers.md §9): hybrid candidates
 //! re-ranked by overlap with the question's time window. The window comes
-//! from rules for absolute dates ("in 2019", "before March 2020", "between
-//! 1990 and 1995", "on 2021-06-01"); chunks that mention a date inside it
-//! move to the front, the most precise first.
+//! from the LLM when one is configured (asked concurrently with the
+//! candidate fetch), else — or when it finds none — from rules for absolute
+//! dates ("in 2019", "before March 2020", "between 1990 and 1995", "on
+//! 2021-06-01"); chunks that mention a date inside it move to the front, the
+//! most precise first.
 
 use std::sync::{Arc, LazyLock};
 
@@ -139,6 +141,60 @@ pub fn rerank_chunks(chunks: Vec<Value>, window: &TimeWindow) -> (Vec<Value>, us
     (anchored.into_iter().map(|a| a.2).chain(rest).collect(), n)
 }
 
+/// The JSON Schema of the LLM's answer: `{starts_at, ends_at}`, each a
+/// calendar date (year, optional month and day) or null.
+fn interval_schema() -> Value {
+    let point = serde_json::json!({
+        "anyOf": [
+            {"type": "null"},
+            {"type": "object",
+             "properties": {"year": {"type": "integer"}, "month": {"type": ["integer", "null"]}, "day": {"type": ["integer", "null"]}},
+             "required": ["year"]}
+        ]
+    });
+    serde_json::json!({
+        "type": "object",
+        "properties": {"starts_at": point, "ends_at": point},
+        "required": ["starts_at", "ends_at"]
+    })
+}
+
+fn date_of(v: &Value) -> Option<NaiveDate> {
+    let year = i32::try_from(v.get("year")?.as_i64()?).ok()?;
+    let month = v.get("month").and_then(Value::as_u64).map_or(Some(1), |m| u32::try_from(m).ok())?;
+    let day = v.get("day").and_then(Value::as_u64).map_or(Some(1), |d| u32::try_from(d).ok())?;
+    ymd(year, month, day)
+}
+
+/// The LLM's reading of the question's time window, when an LLM is
+/// configured (`extract_query_time.txt`); `None` when it finds none, gives an
+/// invalid one, or fails — the rules then decide.
+async fn llm_window(ctx: &RetrievalContext, query: &str) -> Option<TimeWindow> {
+    let llm = ctx.llm.as_ref()?;
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let system = crate::prompts::render(crate::prompts::EXTRACT_QUERY_TIME, &[("time_now", today.as_str())]).ok()?;
+    let request = recall_core::ports::ChatRequest::new(system, query);
+    let answer = match llm.structured(&request, "QueryInterval", &interval_schema()).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "TEMPORAL: time-window extraction failed; using the rules");
+            return None;
+        }
+    };
+    let start = answer.get("starts_at").filter(|v| !v.is_null());
+    let end = answer.get("ends_at").filter(|v| !v.is_null());
+    if start.is_none() && end.is_none() {
+        return None;
+    }
+    let window =
+        TimeWindow { start: start.map_or(ymd(1, 1, 1), date_of)?, end: end.map_or(ymd(9999, 12, 31), date_of)? };
+    if window.start >= window.end {
+        tracing::warn!(?window, "TEMPORAL: the LLM's time window is empty; using the rules");
+        return None;
+    }
+    Some(window)
+}
+
 #[derive(Debug, Clone)]
 pub struct TemporalRetriever {
     lexical: Arc<LexicalIndexCache>,
@@ -176,8 +232,10 @@ impl Retriever for TemporalRetriever {
         params.chunks_top_k = candidates;
         params.entities_top_k = candidates;
         params.facts_top_k = top_k;
-        let mut result = hybrid_candidates(ctx, &self.lexical, query, &params, options).await?;
-        match extract_window(query) {
+        let (candidates, llm_window) =
+            tokio::join!(hybrid_candidates(ctx, &self.lexical, query, &params, options), llm_window(ctx, query));
+        let mut result = candidates?;
+        match llm_window.or_else(|| extract_window(query)) {
             Some(window) => {
                 let (chunks, anchored) = rerank_chunks(std::mem::take(&mut result.chunks), &window);
                 tracing::debug!(?window, anchored, "temporal re-rank");
