@@ -31,11 +31,13 @@ pub(crate) async fn vector_payloads(
     filter: Option<recall_core::ports::NodeSetFilter>,
 ) -> Result<Vec<Value>> {
     let dataset = ctx.dataset.id;
-    if !ctx.vectors.has_collection(dataset, collection).await? {
-        return Err(no_chunks());
-    }
     let vector = ctx.embed_query(query).await?;
     let hits = ctx.vectors.search(dataset, collection, &vector, Some(limit), filter).await?;
+    // Only an empty answer needs to know whether the dataset has rows at all
+    // (a node-set filter may have excluded them all): one row count less on the hot path.
+    if hits.is_empty() && limit > 0 && !ctx.vectors.has_collection(dataset, collection).await? {
+        return Err(no_chunks());
+    }
     Ok(hits.into_iter().map(hit_payload).collect())
 }
 
