@@ -32,6 +32,20 @@ pub fn build_prompts(
     })
 }
 
+/// The prompt pair of a single-prompt completion over `context`, or `None`
+/// when the context is empty (no prompt is sent then).
+pub fn preview(
+    user_template: &str,
+    question: &str,
+    context: &crate::RetrievedContext,
+    options: &RetrieverOptions,
+) -> Result<Option<PromptPreview>> {
+    if context.is_empty() {
+        return Ok(None);
+    }
+    build_prompts(user_template, prompts::ANSWER_SIMPLE_QUESTION, question, &context.as_text(), options).map(Some)
+}
+
 /// A free-text LLM call.
 pub async fn chat(ctx: &RetrievalContext, who: &str, system: &str, user: &str) -> Result<String> {
     ctx.require_llm(who)?.chat(&ChatRequest::new(system, user)).await

@@ -127,8 +127,9 @@ struct Ranks {
     lexical: Option<usize>,
 }
 
-fn tags(payload: &Value) -> Vec<String> {
-    payload
+/// The node-set tags (`belongs_to_set`) of a payload or of a node's properties.
+fn tags(props: &Map<String, Value>) -> Vec<String> {
+    props
         .get("belongs_to_set")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
@@ -136,7 +137,7 @@ fn tags(payload: &Value) -> Vec<String> {
 }
 
 fn passes(filter: &Option<NodeSetFilter>, payload: &Value) -> bool {
-    filter.as_ref().is_none_or(|f| f.matches(&tags(payload)))
+    filter.as_ref().is_none_or(|f| f.matches(&payload.as_object().map(tags).unwrap_or_default()))
 }
 
 fn parse_id(v: Option<&Value>) -> Option<Uuid> {
@@ -246,15 +247,8 @@ pub(crate) fn build_entities(
                 entity_type = nodes.get(&e.target_node_id).and_then(|n| n.name()).map(str::to_string);
             }
             if scoped && !is_a {
-                let in_scope = nodes.get(&other).is_some_and(|n| {
-                    let t: Vec<String> = n
-                        .properties
-                        .get("belongs_to_set")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                        .unwrap_or_default();
-                    filter.as_ref().is_some_and(|f| f.matches(&t))
-                });
+                let in_scope =
+                    nodes.get(&other).is_some_and(|n| filter.as_ref().is_some_and(|f| f.matches(&tags(&n.properties))));
                 if !in_scope {
                     continue;
                 }
@@ -419,29 +413,11 @@ pub(crate) async fn hybrid_candidates(
         select_facts(&edge_hits, &shown, reachable.as_ref(), budget)
     };
     let prelude = if params.include_global_context_index {
-        global_prelude(ctx, &vector, params.global_context_index_top_k).await?
+        crate::graph::global_prelude(ctx, &vector, params.global_context_index_top_k).await?
     } else {
         String::new()
     };
     Ok(HybridResult { prelude, chunks, entities, facts })
-}
-
-async fn global_prelude(ctx: &RetrievalContext, vector: &[f32], top_k: usize) -> Result<String> {
-    let hits = ctx
-        .vectors
-        .search(ctx.dataset.id, recall_core::model::collections::GLOBAL_CONTEXT_SUMMARY_TEXT, vector, None, None)
-        .await?;
-    let is_root = |h: &&ScoredResult| h.payload.get("is_root").and_then(Value::as_bool) == Some(true);
-    let text = |h: &ScoredResult| h.payload.get("text").and_then(Value::as_str).map(str::to_string);
-    let mut blocks = Vec::new();
-    if let Some(root) = hits.iter().find(is_root).and_then(text) {
-        blocks.push(format!("World summary:\n{root}"));
-    }
-    let areas: Vec<String> = hits.iter().filter(|h| !is_root(h)).filter_map(text).take(top_k).collect();
-    if !areas.is_empty() {
-        blocks.push(format!("Relevant areas:\n{}", areas.join("\n\n")));
-    }
-    Ok(blocks.join("\n\n"))
 }
 
 /// The shared completion of HYBRID_COMPLETION and TEMPORAL.
@@ -465,17 +441,7 @@ pub(crate) fn hybrid_preview(
     context: &RetrievedContext,
     options: &RetrieverOptions,
 ) -> Result<Option<PromptPreview>> {
-    if context.is_empty() {
-        return Ok(None);
-    }
-    completion::build_prompts(
-        prompts::HYBRID_CONTEXT_FOR_QUESTION,
-        prompts::ANSWER_SIMPLE_QUESTION,
-        query,
-        &context.as_text(),
-        options,
-    )
-    .map(Some)
+    completion::preview(prompts::HYBRID_CONTEXT_FOR_QUESTION, query, context, options)
 }
 
 #[derive(Debug, Clone)]

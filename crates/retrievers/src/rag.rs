@@ -52,18 +52,7 @@ impl Retriever for CompletionRetriever {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        if context.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
-        let prompt = completion::build_prompts(
-            prompts::CONTEXT_FOR_QUESTION,
-            prompts::ANSWER_SIMPLE_QUESTION,
-            query,
-            &context.as_text(),
-            options,
-        )?;
-        let answer = completion::generate(ctx, "RAG_COMPLETION", &prompt, options).await?;
-        Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
+        passage_answer(ctx, "RAG_COMPLETION", query, objects, context, options).await
     }
 
     async fn prompt_preview(
@@ -73,17 +62,7 @@ impl Retriever for CompletionRetriever {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
-        if context.is_empty() {
-            return Ok(None);
-        }
-        completion::build_prompts(
-            prompts::CONTEXT_FOR_QUESTION,
-            prompts::ANSWER_SIMPLE_QUESTION,
-            query,
-            &context.as_text(),
-            options,
-        )
-        .map(Some)
+        completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)
     }
 
     async fn get_context_evidence(
@@ -98,6 +77,24 @@ impl Retriever for CompletionRetriever {
     fn is_generative(&self) -> bool {
         true
     }
+}
+
+/// The answer over passages (`context_for_question.txt`), shared by RAG and
+/// TRIPLET completion: nothing for an empty context, the chunk Evidence block
+/// when references are asked for.
+pub(crate) async fn passage_answer(
+    ctx: &RetrievalContext,
+    who: &str,
+    query: &str,
+    objects: &[Value],
+    context: &RetrievedContext,
+    options: &RetrieverOptions,
+) -> Result<Option<Vec<Value>>> {
+    let Some(prompt) = completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)? else {
+        return Ok(Some(Vec::new()));
+    };
+    let answer = completion::generate(ctx, who, &prompt, options).await?;
+    Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
 }
 
 /// Appends the chunk Evidence block to a string answer when references are asked for.

@@ -7,7 +7,7 @@ use recall_core::{RecallError, Result};
 use serde_json::Value;
 
 use crate::chunks::{hit_payload, passages};
-use crate::rag::with_chunk_evidence;
+use crate::rag::passage_answer;
 use crate::{completion, prompts, PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
 
 #[derive(Debug, Clone)]
@@ -59,11 +59,7 @@ impl Retriever for TripletRetriever {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        let Some(prompt) = self.prompt_preview(ctx, query, context, options).await? else {
-            return Ok(Some(Vec::new()));
-        };
-        let answer = completion::generate(ctx, "TRIPLET_COMPLETION", &prompt, options).await?;
-        Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
+        passage_answer(ctx, "TRIPLET_COMPLETION", query, objects, context, options).await
     }
 
     async fn prompt_preview(
@@ -73,17 +69,7 @@ impl Retriever for TripletRetriever {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
-        if context.is_empty() {
-            return Ok(None);
-        }
-        completion::build_prompts(
-            prompts::CONTEXT_FOR_QUESTION,
-            prompts::ANSWER_SIMPLE_QUESTION,
-            query,
-            &context.as_text(),
-            options,
-        )
-        .map(Some)
+        completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)
     }
 
     fn is_generative(&self) -> bool {

@@ -53,8 +53,14 @@ async fn global_context_prelude(ctx: &RetrievalContext, query: &str, options: &R
         return Ok(String::new());
     }
     let top_k = options.rsc_usize("global_context_index_top_k")?.unwrap_or(3);
-    let vector = ctx.embed_query(query).await?;
-    let hits = ctx.vectors.search(ctx.dataset.id, GLOBAL_CONTEXT_SUMMARY_TEXT, &vector, None, None).await?;
+    global_prelude(ctx, &ctx.embed_query(query).await?, top_k).await
+}
+
+/// `World summary:` (the root summary) and `Relevant areas:` (the `top_k`
+/// nearest bucket summaries), joined by a blank line; shared by the graph
+/// family and the hybrid retrievers.
+pub(crate) async fn global_prelude(ctx: &RetrievalContext, vector: &[f32], top_k: usize) -> Result<String> {
+    let hits = ctx.vectors.search(ctx.dataset.id, GLOBAL_CONTEXT_SUMMARY_TEXT, vector, None, None).await?;
     let text = |h: &recall_core::ports::ScoredResult| h.payload.get("text").and_then(Value::as_str).map(str::to_string);
     let is_root =
         |h: &recall_core::ports::ScoredResult| h.payload.get("is_root").and_then(Value::as_bool) == Some(true);
@@ -96,11 +102,9 @@ async fn answer(
     context: &RetrievedContext,
     options: &RetrieverOptions,
 ) -> Result<Option<Vec<Value>>> {
-    if context.is_empty() {
+    let Some(prompt) = completion::preview(user_template, query, context, options)? else {
         return Ok(Some(Vec::new()));
-    }
-    let prompt =
-        completion::build_prompts(user_template, prompts::ANSWER_SIMPLE_QUESTION, query, &context.as_text(), options)?;
+    };
     let mut answer = completion::generate(ctx, who, &prompt, options).await?;
     if options.include_references {
         if let Value::String(text) = &answer {
@@ -109,19 +113,6 @@ async fn answer(
         }
     }
     Ok(Some(vec![answer]))
-}
-
-fn preview(
-    user_template: &str,
-    query: &str,
-    context: &RetrievedContext,
-    options: &RetrieverOptions,
-) -> Result<Option<PromptPreview>> {
-    if context.is_empty() {
-        return Ok(None);
-    }
-    completion::build_prompts(user_template, prompts::ANSWER_SIMPLE_QUESTION, query, &context.as_text(), options)
-        .map(Some)
 }
 
 /// Implements `Retriever` for a graph-family type whose inherent
@@ -169,7 +160,7 @@ macro_rules! graph_family_retriever {
                 context: &RetrievedContext,
                 options: &RetrieverOptions,
             ) -> Result<Option<PromptPreview>> {
-                preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
+                completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
             }
 
             async fn get_context_evidence(
@@ -376,7 +367,7 @@ impl Retriever for GraphSummaryCompletionRetriever {
         context: &RetrievedContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
-        preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
+        completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
     }
 
     async fn get_context_evidence(
@@ -535,7 +526,7 @@ impl Retriever for GraphCompletionDecompositionRetriever {
         } else {
             prompts::ANSWER_FROM_SUBANSWERS
         };
-        preview(template, query, context, options)
+        completion::preview(template, query, context, options)
     }
 
     async fn get_context_evidence(
