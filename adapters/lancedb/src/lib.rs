@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use lancedb::index::vector::IvfHnswSqIndexBuilder;
 use lancedb::index::Index;
-use lancedb::query::{ExecutableQuery, QueryBase};
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, DistanceType, Table};
 use recall_core::ports::{EmbeddingSpec, NodeSetFilter, ScoredResult, VectorRecord, VectorStore};
@@ -311,6 +311,8 @@ impl VectorStore for LanceVectorStore {
             .map_err(lance_err)?
             .distance_type(DistanceType::Cosine)
             .only_if(predicate)
+            // Never the stored vectors: only what a hit carries.
+            .select(Select::columns(&["id", "payload"]))
             .limit(limit)
             // Approximate hits are re-ranked on the exact vectors, so scores
             // stay raw cosine distances.

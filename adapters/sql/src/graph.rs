@@ -196,7 +196,8 @@ impl GraphStore for SqlGraphStore {
         }
         let mut ids: Vec<Uuid> = reached.iter().copied().collect();
         ids.sort();
-        let nodes = self.get_nodes(dataset, &ids).await?;
+        // Depth 0 reached nothing new: the seeds read above are the nodes.
+        let nodes = if depth == 0 { found } else { self.get_nodes(dataset, &ids).await? };
         let edges = self
             .edges_touching(dataset, &ids, "source_id")
             .await?

@@ -3,7 +3,10 @@
 //! latency of CHUNKS, CHUNKS_LEXICAL and GRAPH_COMPLETION with only_context.
 //! Not a test; run it in release:
 //!
-//!     cargo run --release --bin recall-bench -- [--chunks 2400] [--queries 200]
+//!     cargo run --release --bin recall-bench -- [--chunks 2400] [--queries 200] [--data-dir DIR]
+//!
+//! With `--data-dir`, the store is kept there: a later run with the same
+//! directory skips the ingestion and measures the queries only.
 //!
 //! The corpus is generated deterministically (same text every run).
 
@@ -101,6 +104,11 @@ fn arg(name: &str, default: usize) -> usize {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+fn arg_str(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -115,27 +123,37 @@ async fn main() -> recall_core::Result<()> {
     let chunks_per_doc = 10;
     let words = 60;
     let docs = target_chunks.div_ceil(chunks_per_doc);
-    let dir = std::env::temp_dir().join(format!("recall-bench-{}", uuid::Uuid::new_v4()));
+    let kept = arg_str("--data-dir").map(std::path::PathBuf::from);
+    let dir =
+        kept.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("recall-bench-{}", uuid::Uuid::new_v4())));
+    let reuse = kept.is_some() && dir.exists();
     let mut settings = Settings::embedded(&dir)?;
     settings.chunk_size = words;
     let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
     println!("adapters: {} | {} | {} | {}", active.relational, active.graph, active.vector, active.embedder);
 
-    let inputs = corpus(docs, chunks_per_doc, words);
-    let started = Instant::now();
-    let outcome = engine.remember("bench", &inputs).await?;
-    let elapsed = started.elapsed();
+    let chunks = if reuse {
+        let ds = engine.dataset("bench").await?;
+        let chunks = engine.vectors().count(ds.id, recall_core::model::collections::DOCUMENT_CHUNK_TEXT).await?;
+        println!("reusing {} ({chunks} chunks)", dir.display());
+        chunks as usize
+    } else {
+        let inputs = corpus(docs, chunks_per_doc, words);
+        let started = Instant::now();
+        let outcome = engine.remember("bench", &inputs).await?;
+        let elapsed = started.elapsed();
+        println!(
+            "ingest: {} documents, {} chunks in {:.2}s = {:.0} chunks/s",
+            outcome.items_added,
+            outcome.chunks_written,
+            elapsed.as_secs_f64(),
+            outcome.chunks_written as f64 / elapsed.as_secs_f64()
+        );
+        outcome.chunks_written
+    };
     let ds = engine.dataset("bench").await?;
     let (nodes, edges) = engine.graph().count(ds.id).await?;
-    println!(
-        "ingest: {} documents, {} chunks, {} nodes, {} edges in {:.2}s = {:.0} chunks/s",
-        outcome.items_added,
-        outcome.chunks_written,
-        nodes,
-        edges,
-        elapsed.as_secs_f64(),
-        outcome.chunks_written as f64 / elapsed.as_secs_f64()
-    );
+    println!("graph: {nodes} nodes, {edges} edges");
 
     // The first lexical query builds the BM25 index; time it on its own.
     let t = Instant::now();
@@ -162,13 +180,15 @@ async fn main() -> recall_core::Result<()> {
         latencies.sort();
         println!(
             "recall {label} top_k=10 over {} chunks: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms ({} queries)",
-            outcome.chunks_written,
+            chunks,
             percentile(&latencies, 0.5).as_secs_f64() * 1e3,
             percentile(&latencies, 0.95).as_secs_f64() * 1e3,
             latencies.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
             queries
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     Ok(())
 }

@@ -134,62 +134,140 @@ pub async fn brute_force_triplet_search(
     let edge_distance: HashMap<Uuid, f64> = edge_hits.iter().map(|h| (h.id, h.score)).collect();
 
     let searched = started.elapsed();
-    let fragment = match project(ctx, params, &node_distance).await {
-        Ok(f) => f,
+    let ranked = match rank_projection(ctx, params, &node_distance, &edge_distance).await {
+        Ok(r) => r,
         Err(e @ RecallError::InvalidInput(_)) => return Err(e),
         Err(e) => {
             tracing::warn!(error = %e, "graph projection failed; no triplets");
-            Subgraph::default()
+            Vec::new()
         }
     };
-    let projected = started.elapsed();
-    let (nodes, edges) = (fragment.nodes.len(), fragment.edges.len());
-    let ranked = rank_triplets(fragment, &node_distance, &edge_distance, params);
     tracing::debug!(
         seeds = node_distance.len(),
-        nodes,
-        edges,
         vector_ms = searched.as_secs_f64() * 1e3,
-        projection_ms = (projected - searched).as_secs_f64() * 1e3,
-        ranking_ms = (started.elapsed() - projected).as_secs_f64() * 1e3,
+        projection_and_ranking_ms = (started.elapsed() - searched).as_secs_f64() * 1e3,
         "brute_force_triplet_search"
     );
     Ok(ranked)
 }
 
-/// The memory fragment: k-hop around seeds, the node-set subgraph, or 1 hop
-/// around every hit (the whole graph when that finds nothing).
+/// Projects the memory fragment and ranks its triplets.
+///
+/// The default projection (every edge touching a seed) is computed lazily
+/// and exactly: the edges between two seeds are ranked first, and a seed's
+/// other edges are read only when they could still beat (or tie) the
+/// `top_k`-th score found so far — an edge with a non-seed endpoint scores
+/// at least `seed score + unmatched-node floor + best edge score`. The
+/// result equals ranking the whole 1-hop projection.
+async fn rank_projection(
+    ctx: &RetrievalContext,
+    params: &TripletSearch,
+    node_distance: &HashMap<Uuid, f64>,
+    edge_distance: &HashMap<Uuid, f64>,
+) -> Result<Vec<Triplet>> {
+    if params.neighborhood_depth.is_some() || params.node_filter.is_some() {
+        let fragment = project(ctx, params, node_distance).await?;
+        return Ok(rank_triplets(fragment, node_distance, edge_distance, params));
+    }
+    let dataset = ctx.dataset.id;
+    let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
+    ids.sort();
+    let core = if ids.is_empty() { Subgraph::default() } else { ctx.graph.neighborhood(dataset, &ids, 0).await? };
+    let first = rank_triplets(core.clone(), node_distance, edge_distance, params);
+    let threshold = match first.last() {
+        Some(last) if first.len() >= params.top_k => last.score,
+        _ => f64::INFINITY,
+    };
+    let floor = unmatched_node_floor(params) + best_edge_score(edge_distance, params);
+    let expand: Vec<Uuid> = core
+        .nodes
+        .iter()
+        .filter(|n| node_score(n, node_distance, params) + floor <= threshold + TIE_EPSILON)
+        .map(|n| n.id)
+        .collect();
+    tracing::debug!(
+        seeds = ids.len(),
+        core_edges = core.edges.len(),
+        expanded = expand.len(),
+        threshold,
+        "pruned projection"
+    );
+    if expand.is_empty() && !first.is_empty() {
+        return Ok(first);
+    }
+    let mut fragment = core;
+    if !expand.is_empty() {
+        let around = ctx.graph.edges_around(dataset, &expand).await?;
+        fragment.nodes.extend(around.nodes);
+        fragment.edges.extend(around.edges);
+    }
+    if fragment.edges.is_empty() {
+        // Nothing touches the hits: Cognee ranks the whole graph.
+        fragment = ctx.graph.get_graph(dataset).await?;
+    }
+    Ok(rank_triplets(fragment, node_distance, edge_distance, params))
+}
+
+/// Rounding slack when comparing a bound with a ranked score (sums of the
+/// same terms in another order can differ in the last bit).
+const TIE_EPSILON: f64 = 1e-9;
+
+/// The lowest score a node with no vector hit can have: its distance is the
+/// penalty, weighted by an importance of at most 1 (never blended, since the
+/// blend applies below the penalty only).
+fn unmatched_node_floor(params: &TripletSearch) -> f64 {
+    let p = params.penalty;
+    p.min(2.0 * p)
+}
+
+/// The lowest score any edge can have: the best of its possible distances
+/// (each hit, or the penalty) with the most favourable feedback.
+fn best_edge_score(edge_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
+    edge_distance
+        .values()
+        .copied()
+        .chain(std::iter::once(params.penalty))
+        .map(|d| element_score(d, EDGE_IMPORTANCE, 1.0, params))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The memory fragment of the explicit projections: k hops around the
+/// closest seeds, or the node-set subgraph.
 async fn project(
     ctx: &RetrievalContext,
     params: &TripletSearch,
     node_distance: &HashMap<Uuid, f64>,
 ) -> Result<Subgraph> {
     let dataset = ctx.dataset.id;
-    let mut seeds: Vec<(Uuid, f64)> = node_distance.iter().map(|(id, d)| (*id, *d)).collect();
-    seeds.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
     if let Some(depth) = params.neighborhood_depth {
-        if seeds.is_empty() {
+        if node_distance.is_empty() {
             return Err(RecallError::invalid_input(
                 "neighborhood_depth requires seed node IDs from vector search (set wide_search_top_k to a positive integer)",
             ));
         }
+        let mut seeds: Vec<(Uuid, f64)> = node_distance.iter().map(|(id, d)| (*id, *d)).collect();
+        seeds.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         let take = params.neighborhood_seed_top_k.unwrap_or(seeds.len());
         let ids: Vec<Uuid> = seeds.iter().take(take).map(|s| s.0).collect();
         return ctx.graph.neighborhood(dataset, &ids, depth.max(1)).await;
     }
-    if let Some(filter) = &params.node_filter {
-        return ctx.graph.nodeset_subgraph(dataset, filter).await;
+    match &params.node_filter {
+        Some(filter) => ctx.graph.nodeset_subgraph(dataset, filter).await,
+        None => Ok(Subgraph::default()),
     }
-    let ids: Vec<Uuid> = seeds.iter().map(|s| s.0).collect();
-    let fragment = if ids.is_empty() { Subgraph::default() } else { ctx.graph.edges_around(dataset, &ids).await? };
-    if fragment.edges.is_empty() {
-        return ctx.graph.get_graph(dataset).await;
-    }
-    Ok(fragment)
 }
 
+/// Edges carry no importance of their own: the neutral weight.
+const EDGE_IMPORTANCE: f64 = 0.5;
+
+/// A weight property in [0, 1] (Cognee's DataPoint bounds); 0.5 when absent.
 fn weight(props: &serde_json::Map<String, Value>, key: &str) -> f64 {
-    props.get(key).and_then(Value::as_f64).filter(|w| w.is_finite()).unwrap_or(0.5)
+    props.get(key).and_then(Value::as_f64).filter(|w| w.is_finite()).map_or(0.5, |w| w.clamp(0.0, 1.0))
+}
+
+fn node_score(n: &Node, node_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
+    let d = node_distance.get(&n.id).copied().unwrap_or(params.penalty);
+    element_score(d, weight(&n.properties, "importance_weight"), weight(&n.properties, "feedback_weight"), params)
 }
 
 /// One element's contribution (retrievers.md §2.1 step 10).
@@ -212,14 +290,8 @@ fn rank_triplets(
     for n in fragment.nodes {
         nodes.entry(n.id).or_insert(n);
     }
-    let node_scores: HashMap<Uuid, f64> = nodes
-        .values()
-        .map(|n| {
-            let d = node_distance.get(&n.id).copied().unwrap_or(params.penalty);
-            let w = weight(&n.properties, "importance_weight");
-            (n.id, element_score(d, w, weight(&n.properties, "feedback_weight"), params))
-        })
-        .collect();
+    let node_scores: HashMap<Uuid, f64> =
+        nodes.values().map(|n| (n.id, node_score(n, node_distance, params))).collect();
     // Score every edge by reference; clone only the winners.
     let mut seen_edges = HashSet::with_capacity(fragment.edges.len());
     let mut scored: Vec<(f64, usize)> = Vec::with_capacity(fragment.edges.len());
@@ -233,11 +305,13 @@ fn rank_triplets(
         };
         let edge_type_id = ids::id_for("EdgeType", &[edge.edge_text.as_deref().unwrap_or(&edge.relationship_name)]);
         let ed = edge_distance.get(&edge_type_id).copied().unwrap_or(params.penalty);
-        let es = element_score(ed, 0.5, weight(&edge.properties, "feedback_weight"), params);
+        let es = element_score(ed, EDGE_IMPORTANCE, weight(&edge.properties, "feedback_weight"), params);
         scored.push((s1 + s2 + es, i));
     }
-    // Lowest first; ties keep projection order (a stable selection).
-    let by_score = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    // Lowest first; ties in edge-key order, so every store ranks alike.
+    let edges = &fragment.edges;
+    let key = |i: usize| (edges[i].source_node_id, edges[i].relationship_name.as_str(), edges[i].target_node_id);
+    let by_score = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then_with(|| key(a.1).cmp(&key(b.1)));
     if scored.len() > params.top_k && params.top_k > 0 {
         scored.select_nth_unstable_by(params.top_k - 1, by_score);
         scored.truncate(params.top_k);
