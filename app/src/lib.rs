@@ -122,6 +122,8 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
                 RecallError::invalid_input("recall_warmup_cache_ttl must be a non-negative number of seconds")
             })?,
             log_search_history: settings.log_search_history,
+            dataset_routing: settings.dataset_routing()?,
+            skill_gate_enabled: settings.skill_gate_enabled,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

@@ -52,6 +52,9 @@ enum Command {
     /// Explain the skill gate for a question: prints
     /// {"fired": …, "score": …, "matched": [rule names], "fragments": […]} (spec/skills.md).
     SkillGate { query: String },
+    /// Skill playbooks (SKILL.md files) a dataset offers to procedure questions.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
     /// Show the configured adapters and check that each answers.
     Doctor,
     /// List your datasets.
@@ -78,6 +81,30 @@ enum Command {
         dataset: String,
         #[arg(long)]
         document: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum SkillsCommand {
+    /// Add skills: SKILL.md files, or directories searched for them. Adding a
+    /// skill again (same name, same directory) replaces it.
+    Add {
+        #[arg(long, short)]
+        dataset: String,
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a dataset's skills.
+    List {
+        #[arg(long, short)]
+        dataset: String,
+        /// Also print each skill's procedure.
+        #[arg(long)]
+        full: bool,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -140,10 +167,22 @@ struct SearchArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+    /// Also print what recall decided: the search type and the rule that
+    /// chose it, the datasets considered with their routing distances, the
+    /// lanes run, and per-stage timings.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// How `recall recall` / `recall search` print.
+#[derive(Clone, Copy)]
+struct Output {
+    json: bool,
+    explain: bool,
 }
 
 impl SearchArgs {
-    fn into_request(self, default_type: Option<SearchType>) -> Result<(RecallRequest, bool)> {
+    fn into_request(self, default_type: Option<SearchType>) -> Result<(RecallRequest, Output)> {
         let mut request = RecallRequest::new(self.query).top_k(self.top_k);
         request.query_type = match self.query_type {
             Some(t) => Some(t.parse::<SearchType>()?),
@@ -187,7 +226,7 @@ impl SearchArgs {
             request.scope = Some(self.scope);
         }
         request.session_id = self.session_id;
-        Ok((request, self.json))
+        Ok((request, Output { json: self.json, explain: self.explain }))
     }
 }
 
@@ -218,12 +257,12 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Remember { dataset, text, paths, json } => remember(&settings, &dataset, text, &paths, json).await,
         Command::Recall(args) => {
-            let (request, json) = args.into_request(None)?;
-            recall(&settings, &request, json).await
+            let (request, output) = args.into_request(None)?;
+            recall(&settings, &request, output).await
         }
         Command::Search(args) => {
-            let (request, json) = args.into_request(Some(SearchType::GraphCompletion))?;
-            recall(&settings, &request, json).await
+            let (request, output) = args.into_request(Some(SearchType::GraphCompletion))?;
+            recall(&settings, &request, output).await
         }
         Command::History { json } => {
             let rows = match build_engine(&settings, OpenMode::ExistingOnly).await {
@@ -237,6 +276,49 @@ async fn run(cli: Cli) -> Result<()> {
             for r in rows {
                 let who = if r.user == "user" { "Q" } else { "A" };
                 println!("{who}: {}", r.text.replace('\n', "\n   "));
+            }
+            Ok(())
+        }
+        Command::Skills(SkillsCommand::Add { dataset, paths, json }) => {
+            let (engine, _) = build_engine(&settings, OpenMode::Create).await?;
+            let (dataset, added) = engine.add_skills(&dataset, &paths).await?;
+            if json {
+                return print_json(
+                    &serde_json::json!({"dataset": dataset.name, "dataset_id": dataset.id, "skills": added}),
+                );
+            }
+            for s in &added {
+                println!("added skill '{}' ({}) from {}", s.name, s.id, s.source_file);
+            }
+            println!("{} skill(s) in dataset '{}'", added.len(), dataset.name);
+            Ok(())
+        }
+        Command::Skills(SkillsCommand::List { dataset, full, json }) => {
+            let (engine, _) = build_engine(&settings, OpenMode::ExistingOnly).await?;
+            let skills = engine.list_skills(&dataset).await?;
+            if json {
+                let rows: Vec<serde_json::Value> = skills
+                    .iter()
+                    .map(|s| {
+                        let mut m = recall_skills::project_metadata(&s.to_payload(), "");
+                        if full {
+                            m.insert("procedure".into(), serde_json::Value::String(s.procedure.clone()));
+                        }
+                        serde_json::Value::Object(m)
+                    })
+                    .collect();
+                return print_json(&rows);
+            }
+            if skills.is_empty() {
+                println!("No skills in dataset '{dataset}'.");
+            }
+            for s in &skills {
+                println!("{} ({}): {}", s.name, s.id, s.description);
+                if full {
+                    for line in s.procedure.lines() {
+                        println!("   | {line}");
+                    }
+                }
             }
             Ok(())
         }
@@ -477,12 +559,15 @@ async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: 
     Ok(())
 }
 
-async fn recall(settings: &Settings, request: &RecallRequest, json: bool) -> Result<()> {
+async fn recall(settings: &Settings, request: &RecallRequest, output: Output) -> Result<()> {
     // Validate before opening storage: bad input touches nothing.
     request.validate()?;
     let (engine, _) = build_engine(settings, OpenMode::ExistingOnly).await?;
-    let results = engine.recall(request).await?;
-    if json {
+    let (results, explain) = engine.recall_explained(request).await?;
+    if output.json {
+        if output.explain {
+            return print_json(&serde_json::json!({"results": results, "explain": explain}));
+        }
         return print_json(&results);
     }
     if results.is_empty() {
@@ -491,7 +576,39 @@ async fn recall(settings: &Settings, request: &RecallRequest, json: bool) -> Res
     for (i, r) in results.iter().enumerate() {
         print_human(i + 1, r);
     }
+    if output.explain {
+        println!();
+        print_explain(&explain);
+    }
     Ok(())
+}
+
+fn print_explain(e: &recall_engine::RecallExplain) {
+    println!("explain:");
+    println!("  lanes: {}", e.lanes.join(", "));
+    if let (Some(t), Some(by)) = (&e.search_type, &e.chosen_by) {
+        let retried = e.retried_as.as_ref().map(|r| format!(", retried as {r}")).unwrap_or_default();
+        println!("  search type: {t} (chosen by {by}{retried})");
+    }
+    if let Some(routing) = &e.dataset_routing {
+        let outcome = serde_json::to_value(routing.outcome).ok();
+        println!("  dataset routing: {}", outcome.as_ref().and_then(|v| v.as_str()).unwrap_or("-"));
+        for s in &routing.scores {
+            let distance = s.distance.map_or("no routing rows".to_string(), |d| format!("distance {d:.4}"));
+            let mark = if s.selected { "selected" } else { "not selected" };
+            println!("    {} ({}): {distance}, {mark}", s.dataset.name, s.dataset.id);
+        }
+    }
+    if !e.datasets_searched.is_empty() {
+        let widened = if e.widened { " (widened: the selection retrieved nothing)" } else { "" };
+        println!("  datasets searched: {}{widened}", e.datasets_searched.join(", "));
+    }
+    if let Some(w) = &e.warmup {
+        println!("  warm-up probe: {w}");
+    }
+    for t in &e.timings_ms {
+        println!("  {:<18} {:>9.2} ms", t.stage, t.ms);
+    }
 }
 
 fn print_human(n: usize, r: &RecallResponse) {

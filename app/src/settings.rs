@@ -24,6 +24,11 @@ const COGNEE_VARS: &[&str] = &[
     "DEFAULT_USER_EMAIL",
     "TRIPLET_EMBEDDING",
     "ALLOW_CYPHER_QUERY",
+    "ENABLE_BACKEND_ACCESS_CONTROL",
+    "DATASET_ROUTING_TOP_K",
+    "DATASET_ROUTING_MAX_DISTANCE",
+    "DATASET_ROUTING_TIE_MARGIN",
+    "SKILL_GATE_ENABLED",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -50,6 +55,18 @@ pub struct Settings {
     /// RECALL_LOG_SEARCH_HISTORY (or COGNEE_LOG_SEARCH_HISTORY): record searches.
     #[serde(deserialize_with = "flag")]
     pub log_search_history: bool,
+    /// ENABLE_BACKEND_ACCESS_CONTROL: per-dataset storage; automatic dataset routing needs it.
+    #[serde(deserialize_with = "flag")]
+    pub enable_backend_access_control: bool,
+    /// DATASET_ROUTING_TOP_K (≥ 1): the closest datasets an unscoped search keeps.
+    pub dataset_routing_top_k: usize,
+    /// DATASET_ROUTING_MAX_DISTANCE: the cutoff, a raw cosine distance (inclusive).
+    pub dataset_routing_max_distance: f64,
+    /// DATASET_ROUTING_TIE_MARGIN: datasets this close to the last kept one are kept too.
+    pub dataset_routing_tie_margin: f64,
+    /// SKILL_GATE_ENABLED: on unless false, 0 or no (any case).
+    #[serde(deserialize_with = "on_unless_off")]
+    pub skill_gate_enabled: bool,
     pub db_url: String,
     pub graph_url: String,
     pub graph_user: String,
@@ -158,6 +175,27 @@ impl Settings {
         }
     }
 
+    /// The dataset-routing settings, checked.
+    pub fn dataset_routing(&self) -> Result<recall_engine::DatasetRoutingConfig> {
+        if self.dataset_routing_top_k == 0 {
+            return Err(RecallError::invalid_input("dataset_routing_top_k must be at least 1"));
+        }
+        for (name, v) in [
+            ("dataset_routing_max_distance", self.dataset_routing_max_distance),
+            ("dataset_routing_tie_margin", self.dataset_routing_tie_margin),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(RecallError::invalid_input(format!("{name} must be a non-negative number")));
+            }
+        }
+        Ok(recall_engine::DatasetRoutingConfig {
+            enabled: self.enable_backend_access_control,
+            top_k: self.dataset_routing_top_k,
+            max_distance: self.dataset_routing_max_distance,
+            tie_margin: self.dataset_routing_tie_margin,
+        })
+    }
+
     /// Cognee's rule: an LLM is usable when its API key is non-blank.
     pub fn llm_available(&self) -> bool {
         !self.llm_api_key.trim().is_empty()
@@ -177,6 +215,22 @@ fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::
         Raw::Bool(b) => b,
         Raw::Int(n) => n == 1,
         Raw::Str(s) => matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes"),
+    })
+}
+
+/// A switch that is on unless given as false, 0 or no (Cognee's SKILL_GATE_ENABLED).
+fn on_unless_off<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Int(i64),
+        Str(String),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::Bool(b) => b,
+        Raw::Int(n) => recall_skills::gate_enabled(Some(&n.to_string())),
+        Raw::Str(s) => recall_skills::gate_enabled(Some(&s)),
     })
 }
 

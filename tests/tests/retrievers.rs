@@ -15,7 +15,9 @@ use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, Remember
 use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
 use recall_openai::{OpenAiChat, OpenAiConfig};
 use recall_retrievers::prompts;
-use recall_retrievers::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use recall_retrievers::{
+    brute_force_triplet_search, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions, Triplet, TripletSearch,
+};
 use serde_json::{json, Value};
 
 const ALPHA: &str = "Ada Lovelace worked with Charles Babbage. Charles Babbage designed the Analytical Engine.";
@@ -588,4 +590,69 @@ async fn temporal_asks_the_llm_for_the_window_when_one_is_configured() {
     assert_eq!(sent.len(), 1, "only the window extraction is called with only_context");
     assert!(system_of(&sent[0]).starts_with("Extract the time window a question is about"));
     assert_eq!(user_of(&sent[0]), "What did Ada Lovelace publish back then?");
+}
+
+/// The pruned projection (seed–seed edges first, a seed's other edges only
+/// when they could still make the top k) ranks exactly like the whole 1-hop
+/// projection: for every k, the first k triplets of the unbounded ranking.
+#[tokio::test]
+async fn pruned_triplet_search_equals_ranking_the_whole_projection() {
+    let graph = Arc::new(MemoryGraphStore::new());
+    let vectors = Arc::new(MemoryVectorStore::new());
+    let embedder = Arc::new(HashingEmbedder::new(64).unwrap());
+    let engine = EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        graph.clone(),
+        vectors.clone(),
+        embedder.clone(),
+    )
+    .extractor(Arc::new(RuleBasedExtractor))
+    .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    .build()
+    .unwrap();
+    // Hubs: every document names one of three cities and one of four people.
+    let cities = ["London", "Paris", "Vienna"];
+    let people = ["Ada Lovelace", "Charles Babbage", "Alan Turing", "Grace Hopper"];
+    let docs: Vec<RememberInput> = (0..24)
+        .map(|i| RememberInput::Text {
+            text: format!(
+                "{} met Engineer{i} in {}. Engineer{i} built Machine{i} for {}.",
+                people[i % 4],
+                cities[i % 3],
+                people[(i + 1) % 4]
+            ),
+            name: Some(format!("doc{i}.txt")),
+        })
+        .collect();
+    engine.remember("d", &docs).await.unwrap();
+    let user = engine.relational().users.find_user("default_user@example.com").await.unwrap().unwrap();
+    let dataset = engine.relational().datasets.readable_datasets(&user).await.unwrap().remove(0);
+    let ctx = RetrievalContext { dataset, graph, vectors, embedder, llm: None, data_version: 0 };
+    let params = |top_k: usize, wide: usize, penalty: f64| TripletSearch {
+        top_k,
+        wide_search_top_k: wide,
+        penalty,
+        feedback_influence: 0.0,
+        neighborhood_depth: None,
+        neighborhood_seed_top_k: None,
+        node_filter: None,
+    };
+    for query in ["Who met Engineer3 in Paris?", "Machine7", "Ada Lovelace and Alan Turing", "Vienna"] {
+        // A small penalty lets edges to unmatched nodes compete with edges between hits.
+        for (wide, penalty) in [(5, 6.5), (100, 6.5), (5, 0.6), (100, 0.9), (20, 0.2)] {
+            // With top_k past every edge, nothing can be pruned: the reference.
+            let all = brute_force_triplet_search(&ctx, query, &params(1_000_000, wide, penalty)).await.unwrap();
+            assert!(all.len() > 20, "{query}: the projection has {} triplets", all.len());
+            for k in [1, 3, 5, 10, 20] {
+                let top = brute_force_triplet_search(&ctx, query, &params(k, wide, penalty)).await.unwrap();
+                let key =
+                    |t: &Triplet| (t.edge.source_node_id, t.edge.relationship_name.clone(), t.edge.target_node_id);
+                assert_eq!(
+                    top.iter().map(|t| (key(t), t.score)).collect::<Vec<_>>(),
+                    all[..k].iter().map(|t| (key(t), t.score)).collect::<Vec<_>>(),
+                    "{query}, wide {wide}, penalty {penalty}, top {k}"
+                );
+            }
+        }
+    }
 }

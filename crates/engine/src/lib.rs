@@ -4,6 +4,7 @@
 
 mod chunking;
 mod cognify;
+pub mod dataset_routing;
 pub mod extract;
 mod forget;
 mod global_context;
@@ -11,6 +12,7 @@ mod normalise;
 mod recall;
 mod remember;
 pub mod scope;
+pub mod skills;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,9 +24,10 @@ use recall_core::{Dataset, RecallError, Result, SearchType};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use chunking::{chunk_text, TextChunk};
+pub use dataset_routing::DatasetRoutingConfig;
 pub use forget::ForgetOutcome;
 pub use global_context::{bucket_summary_id, root_summary_id};
-pub use recall::{RecallRequest, DEFAULT_TOP_K};
+pub use recall::{RecallExplain, RecallRequest, StageTiming, DEFAULT_TOP_K};
 pub use remember::{check_inputs, NoProgress, RememberInput, RememberOutcome, RememberProgress};
 
 /// Engine settings that are not ports.
@@ -53,6 +56,10 @@ pub struct EngineConfig {
     pub warmup_cache_ttl: std::time::Duration,
     /// `RECALL_LOG_SEARCH_HISTORY` / `COGNEE_LOG_SEARCH_HISTORY`: record searches.
     pub log_search_history: bool,
+    /// Automatic dataset routing (`DATASET_ROUTING_*`).
+    pub dataset_routing: DatasetRoutingConfig,
+    /// `SKILL_GATE_ENABLED`: recall also looks up skills when a question asks for a procedure.
+    pub skill_gate_enabled: bool,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +76,8 @@ impl Default for EngineConfig {
             warmup_threshold: 1,
             warmup_cache_ttl: std::time::Duration::from_secs(60),
             log_search_history: true,
+            dataset_routing: DatasetRoutingConfig::default(),
+            skill_gate_enabled: true,
         }
     }
 }

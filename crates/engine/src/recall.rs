@@ -3,6 +3,7 @@
 //! (spec/recall.md §2–5, §10, retrievers.md §1).
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
@@ -11,8 +12,10 @@ use recall_core::{
     SearchType, User,
 };
 use recall_retrievers::{FilterOperator, RetrievalContext, RetrievedContext, RetrieverOptions};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::dataset_routing::{DatasetRouting, RoutingOutcome};
 use crate::normalise::{normalise_payload, SearchResultPayload};
 use crate::scope::{check_tools_trigger, normalize_scope, plan, Plan, ScopeInputs, Source};
 use crate::Engine;
@@ -272,23 +275,98 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
+/// What one recall decided, and how long each stage took
+/// (`recall recall --explain`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RecallExplain {
+    /// The lanes run, in order.
+    pub lanes: Vec<String>,
+    /// The graph lane's search type, and what chose it: `query_type`,
+    /// `router:<rule>`, `no_llm` or `auto_route_off`.
+    pub search_type: Option<String>,
+    pub chosen_by: Option<String>,
+    /// Set when a routed guess was retried.
+    pub retried_as: Option<String>,
+    /// The datasets considered, their routing distances and the selection.
+    pub dataset_routing: Option<DatasetRouting>,
+    /// The datasets searched (the selection, then the rest when widened).
+    pub datasets_searched: Vec<String>,
+    /// The selection retrieved nothing and the remaining datasets were searched.
+    pub widened: bool,
+    /// The warm-up probe's verdict, when it ran.
+    pub warmup: Option<String>,
+    /// Whether the skill gate fired (and looked up skills), and how many it added.
+    pub skill_gate: bool,
+    pub skills_added: usize,
+    pub timings_ms: Vec<StageTiming>,
+}
+
+/// One stage's wall time.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageTiming {
+    pub stage: String,
+    pub ms: f64,
+}
+
+impl RecallExplain {
+    fn time(&mut self, stage: &str, started: Instant) {
+        self.timings_ms.push(StageTiming { stage: stage.into(), ms: started.elapsed().as_secs_f64() * 1e3 });
+    }
+}
+
 impl Engine {
     /// Asks memory a question. Validates before any I/O; an invalid request
     /// reads and writes nothing.
     pub async fn recall(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
+        Ok(self.recall_explained(request).await?.0)
+    }
+
+    /// [`Engine::recall`], with what it decided and how long each stage took.
+    pub async fn recall_explained(&self, request: &RecallRequest) -> Result<(Vec<RecallResponse>, RecallExplain)> {
         let top_k = request.validate()?;
         let plan = request.plan()?;
+        let mut explain = RecallExplain::default();
+        // The skill gate runs alongside the lanes, which never wait on it; a
+        // failing lane cancels it. Its entries come last.
+        let gate = self.skill_gate_applies(request, plan.sources.contains(&Source::Graph));
+        explain.skill_gate = gate;
+        let skills = async {
+            let started = Instant::now();
+            let entries = if gate { self.skill_gate(request).await } else { Vec::new() };
+            Ok::<_, RecallError>((entries, started.elapsed()))
+        };
+        let lanes = self.run_lanes(request, &plan, top_k, &mut explain);
+        let (mut merged, (entries, gate_time)) = futures::future::try_join(lanes, skills).await?;
+        if gate {
+            explain.timings_ms.push(StageTiming { stage: "skill_gate".into(), ms: gate_time.as_secs_f64() * 1e3 });
+            explain.skills_added = entries.len();
+        }
+        merged.extend(entries);
+        Ok((merged, explain))
+    }
+
+    /// The lanes of the plan, in order, merged.
+    async fn run_lanes(
+        &self,
+        request: &RecallRequest,
+        plan: &Plan,
+        top_k: Option<usize>,
+        explain: &mut RecallExplain,
+    ) -> Result<Vec<RecallResponse>> {
         let graph_only = plan.sources == [Source::Graph];
         let mut merged: Vec<RecallResponse> = Vec::new();
         for source in &plan.sources {
+            let started = Instant::now();
             match source {
                 Source::Graph => {
                     if plan.short_circuit && !merged.is_empty() {
                         break;
                     }
-                    merged.extend(self.graph_lane(request, top_k, graph_only).await?);
+                    explain.lanes.push(source.name().into());
+                    merged.extend(self.graph_lane(request, top_k, graph_only, explain).await?);
                 }
                 Source::Session | Source::Trace | Source::SessionContext => {
+                    explain.lanes.push(source.name().into());
                     merged.extend(self.session_lane(*source, request, top_k).await?);
                 }
                 Source::Tools => {
@@ -303,6 +381,7 @@ impl Engine {
                 // The code graph (Enola) is not part of Recall: CODE has no retriever.
                 Source::Code => return Err(RecallError::unsupported_search_type(SearchType::Code)),
             }
+            explain.time(&format!("lane:{}", source.name()), started);
         }
         Ok(merged)
     }
@@ -347,33 +426,53 @@ impl Engine {
     }
 
     /// The graph lane (spec/recall.md §3.4): type choice, strict dataset
-    /// resolution, the warm-up guard, the search with the retry-once rule.
+    /// resolution, dataset routing, the warm-up guard, the search with the
+    /// retry-once rule.
     async fn graph_lane(
         &self,
         request: &RecallRequest,
         top_k: Option<usize>,
         graph_only: bool,
+        explain: &mut RecallExplain,
     ) -> Result<Vec<RecallResponse>> {
         let user = self.default_user().await?;
-        let (search_type, routed_guess) = match request.query_type {
-            Some(t) => (t, false),
-            None if !self.llm_available() => (SearchType::Chunks, false),
+        let (search_type, routed_guess, chosen_by) = match request.query_type {
+            Some(t) => (t, false, "query_type".to_string()),
+            None if !self.llm_available() => (SearchType::Chunks, false, "no_llm".to_string()),
             None if request.auto_route => {
                 let decision = recall_routing::route_query(&request.query_text);
                 tracing::info!(search_type = %decision.search_type, rule = decision.rule, "query routed");
-                (decision.search_type, decision.is_routed_guess())
+                (decision.search_type, decision.is_routed_guess(), format!("router:{}", decision.rule))
             }
-            None => (SearchType::HybridCompletion, false),
+            None => (SearchType::HybridCompletion, false, "auto_route_off".to_string()),
         };
+        explain.search_type = Some(search_type.to_string());
+        explain.chosen_by = Some(chosen_by);
         // A pinned type that cannot run fails before any dataset is touched.
         if !routed_guess {
             self.check_search_type(search_type, request)?;
         }
 
-        let datasets = self.resolve_datasets(&user, request).await?;
+        let started = Instant::now();
+        let readable = self.resolve_datasets(&user, request).await?;
+        explain.time("resolve_datasets", started);
+
+        let started = Instant::now();
+        let routing = if self.routes_datasets(request, &readable) {
+            let routing = self.route_datasets(&request.query_text, &readable).await;
+            explain.time("dataset_routing", started);
+            routing
+        } else {
+            DatasetRouting::all(&readable, RoutingOutcome::NotApplicable, Vec::new())
+        };
+        explain.dataset_routing = Some(routing.clone());
 
         if self.config.warmup_shortcircuit && !request.only_context {
-            match self.build_status(&user, &datasets).await {
+            let started = Instant::now();
+            let status = self.build_status(&user, &routing.selected).await;
+            explain.time("warmup_probe", started);
+            explain.warmup = Some(status.label().into());
+            match status {
                 GraphBuildStatus::Warm => {}
                 _ if !graph_only => return Ok(Vec::new()),
                 status => return Ok(vec![RecallResponse::System(self.warmup_marker(status))]),
@@ -381,12 +480,14 @@ impl Engine {
         }
 
         let options = request.retriever_options(top_k);
-        let first = self.search_graph(&datasets, search_type, request, &options).await;
+        let started = Instant::now();
+        let first = self.search_routed(&routing, search_type, request, &options, explain).await;
         let (final_type, payloads) = match first {
             Err(e) if routed_guess && is_type_rejection(&e) => {
                 tracing::warn!(search_type = %search_type, error = %e, "routed type rejected; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
-                (retry, self.search_graph(&datasets, retry, request, &options).await?)
+                explain.retried_as = Some(retry.to_string());
+                (retry, self.search_routed(&routing, retry, request, &options, explain).await?)
             }
             Err(e) => return Err(e),
             Ok(payloads)
@@ -396,12 +497,54 @@ impl Engine {
             {
                 tracing::info!(search_type = %search_type, "routed type found nothing; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
-                (retry, self.search_graph(&datasets, retry, request, &options).await?)
+                explain.retried_as = Some(retry.to_string());
+                (retry, self.search_routed(&routing, retry, request, &options, explain).await?)
             }
             Ok(payloads) => (search_type, payloads),
         };
+        explain.time("search", started);
+        let started = Instant::now();
         self.log_history(&user, request, final_type, &payloads).await?;
+        explain.time("history", started);
         Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
+    }
+
+    /// Dataset routing applies to an unscoped request over several readable
+    /// datasets (routing.md B.1).
+    fn routes_datasets(&self, request: &RecallRequest, readable: &[Dataset]) -> bool {
+        let unscoped = request.datasets.as_ref().is_none_or(Vec::is_empty)
+            && request.dataset_ids.as_ref().is_none_or(Vec::is_empty);
+        self.config.dataset_routing.enabled && unscoped && readable.len() > 1
+    }
+
+    /// Searches the routed selection; when it retrieves nothing (judged on the
+    /// retrieved context, not the answer), searches the remaining datasets.
+    async fn search_routed(
+        &self,
+        routing: &DatasetRouting,
+        search_type: SearchType,
+        request: &RecallRequest,
+        options: &RetrieverOptions,
+        explain: &mut RecallExplain,
+    ) -> Result<Vec<SearchResultPayload>> {
+        explain.datasets_searched = routing.selected.iter().map(|d| d.name.clone()).collect();
+        let first = self.search_graph(&routing.selected, search_type, request, options).await;
+        if routing.rest.is_empty() {
+            return first;
+        }
+        let nothing = match &first {
+            Err(RecallError::NoData(_)) => true,
+            Ok(payloads) => payloads.iter().all(|p| p.context.as_ref().is_none_or(RetrievedContext::is_empty)),
+            Err(_) => false,
+        };
+        if !nothing {
+            return first;
+        }
+        let names: Vec<&str> = routing.rest.iter().map(|d| d.name.as_str()).collect();
+        tracing::info!(remaining = ?names, "the routed datasets retrieved nothing; searching the remaining datasets");
+        explain.widened = true;
+        explain.datasets_searched.extend(names.iter().map(|n| n.to_string()));
+        self.search_graph(&routing.rest, search_type, request, options).await
     }
 
     /// One search type over the datasets: one payload per dataset.
@@ -521,7 +664,7 @@ impl Engine {
     }
 
     /// The stores, models and data version for one dataset.
-    fn retrieval_context(&self, dataset: &Dataset) -> RetrievalContext {
+    pub(crate) fn retrieval_context(&self, dataset: &Dataset) -> RetrievalContext {
         RetrievalContext {
             dataset: dataset.clone(),
             graph: self.graph.clone(),

@@ -15,6 +15,18 @@ pub enum Source {
 }
 
 impl Source {
+    /// The scope name of the lane.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Session => "session",
+            Source::Trace => "trace",
+            Source::SessionContext => "session_context",
+            Source::Graph => "graph",
+            Source::Tools => "tools",
+            Source::Code => "code",
+        }
+    }
+
     fn from_name(name: &str) -> Option<Source> {
         Some(match name {
             "session" => Source::Session,

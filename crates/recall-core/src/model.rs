@@ -343,6 +343,15 @@ pub enum GraphBuildStatus {
 }
 
 impl GraphBuildStatus {
+    /// `warm`, `never_built` or `build_failed`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            GraphBuildStatus::Warm => "warm",
+            GraphBuildStatus::NeverBuilt => "never_built",
+            GraphBuildStatus::BuildFailed { .. } => "build_failed",
+        }
+    }
+
     /// Warm if any graph-writing run completed; else build_failed with the
     /// newest errored one; else warm if any run exists (staged or in flight);
     /// else never built.

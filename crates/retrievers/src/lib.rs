@@ -13,6 +13,7 @@ mod hybrid;
 pub mod lexical;
 pub mod prompts;
 mod rag;
+mod skills;
 mod summaries;
 mod temporal;
 mod triplet;
@@ -29,12 +30,14 @@ pub use chunks::ChunksRetriever;
 pub use coding_rules::CodingRulesRetriever;
 pub use cypher::{CypherRetriever, NaturalLanguageRetriever};
 pub use graph::{
-    GraphCompletionContextExtensionRetriever, GraphCompletionCotRetriever, GraphCompletionDecompositionRetriever,
-    GraphCompletionRetriever, GraphSummaryCompletionRetriever,
+    brute_force_triplet_search, GraphCompletionContextExtensionRetriever, GraphCompletionCotRetriever,
+    GraphCompletionDecompositionRetriever, GraphCompletionRetriever, GraphSummaryCompletionRetriever, Triplet,
+    TripletSearch,
 };
 pub use hybrid::HybridRetriever;
 pub use lexical::{Bm25Index, LexicalChunksRetriever, LexicalIndexCache};
 pub use rag::CompletionRetriever;
+pub use skills::SkillsRetriever;
 pub use summaries::SummariesRetriever;
 pub use temporal::TemporalRetriever;
 pub use triplet::TripletRetriever;
@@ -278,6 +281,7 @@ impl RetrieverRegistry {
         let mut r = Self::empty();
         let lexical = Arc::new(LexicalIndexCache::default());
         r.register(SearchType::Chunks, Arc::new(ChunksRetriever::default()));
+        r.register(SearchType::Skills, Arc::new(SkillsRetriever));
         r.register(SearchType::Summaries, Arc::new(SummariesRetriever::default()));
         r.register(SearchType::ChunksLexical, Arc::new(LexicalChunksRetriever::new(lexical.clone())));
         r.register(SearchType::RagCompletion, Arc::new(CompletionRetriever::default()));

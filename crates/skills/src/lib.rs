@@ -4,10 +4,14 @@
 //! its first match negated by a negator in the 20 characters before it;
 //! fires at a score of 3.0. The patterns are compiled once.
 
+pub mod skill;
+
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::Serialize;
+
+pub use skill::{parse_skill, project_metadata, Skill, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
 
 /// Score at which the gate fires.
 pub const GATE_THRESHOLD: f64 = 3.0;

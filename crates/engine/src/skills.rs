@@ -1,0 +1,207 @@
+//! Skills: ingestion of `SKILL.md` playbooks into a dataset, and the skill
+//! gate's SKILLS lookup during recall (spec/skills.md §5–8).
+
+use std::path::{Path, PathBuf};
+
+use recall_core::{Dataset, DatasetId, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType};
+use recall_retrievers::RetrieverOptions;
+use recall_skills::{parse_skill, Skill, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cognify::EmbedRow;
+use crate::recall::RecallRequest;
+use crate::Engine;
+
+/// The file name a skill directory holds (matched case-insensitively).
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// One skill written by [`Engine::add_skills`].
+#[derive(Debug, Clone, Serialize)]
+pub struct AddedSkill {
+    pub id: String,
+    pub name: String,
+    pub source_file: String,
+}
+
+/// The skill files under `path`: the file itself, or every `SKILL.md` below
+/// a directory, sorted.
+fn skill_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| RecallError::invalid_input(format!("cannot read '{}': {e}", path.display())))?;
+    if meta.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| RecallError::invalid_input(format!("cannot read '{}': {e}", dir.display())))?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| RecallError::invalid_input(format!("cannot read '{}': {e}", dir.display())))?;
+            let p = entry.path();
+            let file_type = entry.file_type().map_err(|e| RecallError::invalid_input(e.to_string()))?;
+            if file_type.is_dir() {
+                stack.push(p);
+            } else if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.eq_ignore_ascii_case(SKILL_FILE)) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return Err(RecallError::invalid_input(format!("no {SKILL_FILE} file under '{}'", path.display())));
+    }
+    Ok(out)
+}
+
+fn read_skill(file: &Path, dataset: DatasetId) -> Result<Skill> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| RecallError::invalid_input(format!("cannot read '{}': {e}", file.display())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| RecallError::invalid_input(format!("skill file '{}' is not UTF-8 text", file.display())))?;
+    let source_dir = file.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    parse_skill(&text, &file.display().to_string(), &source_dir, &dataset.to_string())
+}
+
+/// The stored vector payload: the data point without its bodies.
+fn vector_payload(skill: &Skill) -> serde_json::Map<String, Value> {
+    let mut p = skill.to_payload();
+    for body in ["procedure", "skill_text", "search_text"] {
+        p.remove(body);
+    }
+    p
+}
+
+impl Engine {
+    /// Reads the skill files under `paths` (files, or directories searched
+    /// for `SKILL.md`) and stores them in the dataset: a `Skill` graph node
+    /// with every field, and its `search_text` embedded in
+    /// `Skill_search_text`. Every file is parsed before anything is written;
+    /// adding a skill again (same name and directory) replaces it.
+    pub async fn add_skills(&self, dataset_name: &str, paths: &[PathBuf]) -> Result<(Dataset, Vec<AddedSkill>)> {
+        crate::remember::validate_dataset_name(dataset_name)?;
+        if paths.is_empty() {
+            return Err(RecallError::invalid_input("Nothing to add: pass at least one skill file or directory."));
+        }
+        let mut files = Vec::new();
+        for path in paths {
+            files.extend(skill_files(path)?);
+        }
+        // Parse with a placeholder scope first: bad files write nothing, not even the dataset.
+        for file in &files {
+            read_skill(file, DatasetId(uuid::Uuid::nil()))?;
+        }
+        let configured = self.embedder.spec();
+        if let Some(stored) = self.vectors.collection_spec(SKILL_SEARCH_TEXT).await? {
+            if stored != configured {
+                return Err(RecallError::embedding_mismatch(
+                    dataset_name,
+                    &stored,
+                    &configured.model,
+                    configured.dimensions,
+                ));
+            }
+        }
+        let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
+        let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
+        let skills: Vec<Skill> = files.iter().map(|f| read_skill(f, dataset.id)).collect::<Result<_>>()?;
+
+        let nodes: Vec<Node> = skills
+            .iter()
+            .map(|s| Node { id: s.id, node_type: SKILL_NODE_TYPE.into(), properties: s.to_payload() })
+            .collect();
+        self.graph.upsert_nodes(dataset.id, &nodes).await?;
+        let rows: Vec<EmbedRow> =
+            skills.iter().map(|s| (s.id, s.search_text.clone(), vector_payload(s), Vec::new())).collect();
+        let records = self.embed_rows(rows).await?;
+        self.vectors.ensure_collection(dataset.id, SKILL_SEARCH_TEXT, &configured).await?;
+        self.vectors.upsert(dataset.id, SKILL_SEARCH_TEXT, records).await?;
+        self.bump_data_version(dataset.id);
+        let added = skills
+            .into_iter()
+            .map(|s| AddedSkill { id: s.id.to_string(), name: s.name, source_file: s.source_file })
+            .collect();
+        Ok((dataset, added))
+    }
+
+    /// The dataset's skills, by name (every stored field, bodies included).
+    pub async fn list_skills(&self, dataset_name: &str) -> Result<Vec<Skill>> {
+        let dataset = self.dataset(dataset_name).await?;
+        let mut skills: Vec<Skill> = self
+            .graph
+            .nodes_by_type(dataset.id, SKILL_NODE_TYPE)
+            .await?
+            .into_iter()
+            .filter_map(|n| serde_json::from_value(Value::Object(n.properties)).ok())
+            .collect();
+        skills.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Ok(skills)
+    }
+
+    /// Whether the skill gate runs for this request (spec/skills.md §5):
+    /// enabled, graph in scope, not only_context, the caller's type not
+    /// SKILLS or AGENTIC_COMPLETION, and the rules fire.
+    pub(crate) fn skill_gate_applies(&self, request: &RecallRequest, graph_in_scope: bool) -> bool {
+        self.config.skill_gate_enabled
+            && graph_in_scope
+            && !request.only_context
+            && !matches!(request.query_type, Some(SearchType::Skills | SearchType::AgenticCompletion))
+            && recall_skills::should_search_skills(&request.query_text).fired
+    }
+
+    /// The skill gate's lookup: up to three skills of the single targeted
+    /// dataset, as `skills` entries. Fail-safe: any error is logged and
+    /// contributes nothing.
+    pub(crate) async fn skill_gate(&self, request: &RecallRequest) -> Vec<RecallResponse> {
+        match self.skill_gate_lookup(request).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(error = %e, "skill gate lookup failed; no skills added");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn skill_gate_lookup(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
+        let Some(dataset) = self.skill_gate_dataset(request).await? else {
+            return Ok(Vec::new());
+        };
+        let ctx = self.retrieval_context(&dataset);
+        let options = RetrieverOptions { top_k: Some(DEFAULT_SKILL_GATE_TOP_K), ..Default::default() };
+        let retriever = self.retrievers.get(SearchType::Skills)?;
+        let objects = retriever.get_retrieved_objects(&ctx, &request.query_text, &options).await?;
+        Ok(objects
+            .into_iter()
+            .filter_map(|o| match o {
+                Value::Object(mut skill) => {
+                    let score = skill.remove("score").and_then(|s| s.as_f64());
+                    let name = skill.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let description = skill.get("description").and_then(Value::as_str).unwrap_or_default();
+                    let text = if description.is_empty() { name } else { format!("{name}: {description}") };
+                    Some(RecallResponse::Skills(ResponseSkillEntry { text, skill, score }))
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Exactly one dataset: `dataset_ids` with one element (readable), else
+    /// `datasets` with one name, resolved non-strictly among the caller's
+    /// own datasets. Anything else skips the gate.
+    async fn skill_gate_dataset(&self, request: &RecallRequest) -> Result<Option<Dataset>> {
+        let Some(user) = self.relational.users.find_user(&self.config.default_user_email).await? else {
+            return Ok(None);
+        };
+        if let Some([id]) = request.dataset_ids.as_deref() {
+            let readable = self.relational.datasets.readable_datasets(&user).await?;
+            return Ok(readable.into_iter().find(|d| d.id == *id));
+        }
+        if let Some([name]) = request.datasets.as_deref() {
+            let mut found = self.relational.datasets.owned_datasets_by_name(&user, std::slice::from_ref(name)).await?;
+            return Ok(if found.len() == 1 { found.pop() } else { None });
+        }
+        Ok(None)
+    }
+}
