@@ -124,6 +124,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             log_search_history: settings.log_search_history,
             dataset_routing: settings.dataset_routing()?,
             skill_gate_enabled: settings.skill_gate_enabled,
+            access_control: settings.enable_backend_access_control,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

@@ -167,6 +167,10 @@ struct SearchArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+    /// `recall search` only: per dataset, the text, context and objects
+    /// results, the prompts and the evidence.
+    #[arg(long)]
+    verbose: bool,
     /// Also print what recall decided: the search type and the rule that
     /// chose it, the datasets considered with their routing distances, the
     /// lanes run, and per-stage timings.
@@ -179,6 +183,7 @@ struct SearchArgs {
 struct Output {
     json: bool,
     explain: bool,
+    verbose: bool,
 }
 
 impl SearchArgs {
@@ -226,7 +231,7 @@ impl SearchArgs {
             request.scope = Some(self.scope);
         }
         request.session_id = self.session_id;
-        Ok((request, Output { json: self.json, explain: self.explain }))
+        Ok((request, Output { json: self.json, explain: self.explain, verbose: self.verbose }))
     }
 }
 
@@ -262,7 +267,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Search(args) => {
             let (request, output) = args.into_request(Some(SearchType::GraphCompletion))?;
-            recall(&settings, &request, output).await
+            legacy_search(&settings, legacy_request(request, output.verbose)).await
         }
         Command::History { json } => {
             let rows = match build_engine(&settings, OpenMode::ExistingOnly).await {
@@ -581,6 +586,43 @@ async fn recall(settings: &Settings, request: &RecallRequest, output: Output) ->
         print_explain(&explain);
     }
     Ok(())
+}
+
+/// `recall search`'s request: recall's options, without the lanes, the
+/// router and the explain flag, which legacy search does not have.
+fn legacy_request(r: RecallRequest, verbose: bool) -> recall_engine::SearchRequest {
+    let mut s = recall_engine::SearchRequest::new(r.query_text);
+    s.query_type = r.query_type.unwrap_or(SearchType::GraphCompletion);
+    s.datasets = r.datasets;
+    s.dataset_ids = r.dataset_ids;
+    s.system_prompt = r.system_prompt;
+    s.system_prompt_path = r.system_prompt_path;
+    s.node_name = r.node_name;
+    s.node_name_filter_operator = r.node_name_filter_operator;
+    s.top_k = r.top_k;
+    s.only_context = r.only_context;
+    s.session_id = r.session_id;
+    s.verbose = verbose;
+    s.include_references = r.include_references;
+    s.neighborhood_depth = r.neighborhood_depth;
+    s.neighborhood_seed_top_k = r.neighborhood_seed_top_k;
+    s.wide_search_top_k = r.wide_search_top_k;
+    s.triplet_distance_penalty = r.triplet_distance_penalty;
+    s.feedback_influence = r.feedback_influence;
+    s.retriever_specific_config = r.retriever_specific_config;
+    s.response_schema = r.response_schema;
+    s
+}
+
+/// The legacy search prints Cognee's backwards-compatible JSON.
+async fn legacy_search(settings: &Settings, request: recall_engine::SearchRequest) -> Result<()> {
+    request.validate()?;
+    let engine = match build_engine(settings, OpenMode::ExistingOnly).await {
+        Ok((engine, _)) => engine,
+        Err(RecallError::RecallPrecondition) => return Err(RecallError::SearchPrecondition),
+        Err(e) => return Err(e),
+    };
+    print_json(&engine.search(&request).await?)
 }
 
 fn print_explain(e: &recall_engine::RecallExplain) {

@@ -147,15 +147,25 @@ fn every_search_option_is_on_the_command_line() {
             "--only-context",
             "--system-prompt",
             "Be terse.",
-            "--json",
+            "--verbose",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+    // Legacy search: Cognee's backwards-compatible shape, one object per dataset.
     let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(results.as_array().unwrap().len(), 1);
-    assert_eq!(results[0]["search_type"], "GRAPH_COMPLETION", "search defaults to GRAPH_COMPLETION");
-    assert_eq!(results[0]["system_prompt"], "Be terse.");
-    assert!(results[0]["text"].as_str().unwrap().contains("Connections:"));
+    assert!(results[0]["dataset_id"].is_string() && results[0]["dataset_name"].is_string());
+    assert_eq!(results[0]["system_prompt_result"], "Be terse.", "{results}");
+    assert!(results[0]["user_prompt_result"].as_str().unwrap().contains("borrow checker"), "{results}");
+    assert!(results[0]["objects_result"].as_array().is_some_and(|o| !o.is_empty()), "{results}");
+    assert!(results[0]["user_prompt_result"].as_str().unwrap().contains("Connections:"));
+    // Not verbose: the prompt is the dataset's search_result.
+    let o = recall(d, &["search", "What does the borrow checker enforce?", "--only-context"]);
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(results[0]["search_result"].as_str().unwrap().contains("Connections:"), "{results}");
+    // search() checks the node-set operator; recall does not.
+    let o = recall(d, &["search", "q", "--node-name-filter-operator", "XOR"]);
+    assert!(stderr(&o).contains("Invalid node_name_filter_operator: 'XOR'."), "{}", stderr(&o));
 
     // retriever_specific_config and node filters parse; bad values are typed errors.
     let o = recall(
@@ -189,7 +199,8 @@ fn every_search_option_is_on_the_command_line() {
     let rows: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let questions: Vec<&str> =
         rows.as_array().unwrap().iter().filter(|r| r["user"] == "user").map(|r| r["text"].as_str().unwrap()).collect();
-    assert_eq!(questions, vec!["borrow checker", "What does the borrow checker enforce?", "starter"]);
+    let asked = "What does the borrow checker enforce?";
+    assert_eq!(questions, vec!["borrow checker", asked, asked, "starter"]);
 }
 
 #[test]
@@ -216,4 +227,51 @@ fn route_explains_the_automatic_choice() {
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["fired"], false);
     assert!(!dir.path().join("recall.db").exists(), "route and skill-gate open no storage");
+}
+
+#[test]
+fn skills_are_added_listed_and_offered_with_an_explanation() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("data");
+    let skill_dir = dir.path().join("skills").join("rotate");
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: Rotate API keys\ndescription: Rotate keys without downtime.\n---\n1. Create the new key.\n2. Revoke the old one.\n",
+    )
+    .unwrap();
+    let o = recall(&d, &["remember", "--dataset", "ops", "--text", "API keys expire every 90 days."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = recall(&d, &["skills", "add", "--dataset", "ops", dir.path().join("skills").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let added: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(added["skills"][0]["name"], "Rotate API keys");
+
+    let o = recall(&d, &["skills", "list", "--dataset", "ops", "--full", "--json"]);
+    let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(listed[0]["description"], "Rotate keys without downtime.");
+    assert!(listed[0]["procedure"].as_str().unwrap().contains("Revoke the old one."));
+
+    let o = recall(&d, &["recall", "How do I rotate the API keys?", "--dataset", "ops", "--json", "--explain"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let last = results.last().unwrap();
+    assert_eq!(last["source"], "skills", "{v}");
+    assert_eq!(last["text"], "Rotate API keys: Rotate keys without downtime.");
+    assert!(last["skill"].get("procedure").is_none());
+    assert_eq!(v["explain"]["lanes"], serde_json::json!(["graph"]));
+    assert_eq!(v["explain"]["search_type"], "CHUNKS");
+    assert_eq!(v["explain"]["chosen_by"], "no_llm");
+    assert_eq!(v["explain"]["skill_gate"], true);
+    assert_eq!(v["explain"]["dataset_routing"]["outcome"], "not_applicable");
+    let stages: Vec<&str> =
+        v["explain"]["timings_ms"].as_array().unwrap().iter().map(|t| t["stage"].as_str().unwrap()).collect();
+    for stage in ["resolve_datasets", "warmup_probe", "search", "lane:graph", "skill_gate"] {
+        assert!(stages.contains(&stage), "{stage} in {stages:?}");
+    }
+    // The human form names the decisions too.
+    let o = recall(&d, &["recall", "API keys", "--explain"]);
+    let text = stdout(&o);
+    assert!(text.contains("explain:") && text.contains("search type: CHUNKS (chosen by no_llm)"), "{text}");
 }

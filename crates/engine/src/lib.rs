@@ -12,6 +12,7 @@ mod normalise;
 mod recall;
 mod remember;
 pub mod scope;
+mod search;
 pub mod skills;
 
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use forget::ForgetOutcome;
 pub use global_context::{bucket_summary_id, root_summary_id};
 pub use recall::{RecallExplain, RecallRequest, StageTiming, DEFAULT_TOP_K};
 pub use remember::{check_inputs, NoProgress, RememberInput, RememberOutcome, RememberProgress};
+pub use search::{SearchRequest, DEFAULT_SEARCH_SYSTEM_PROMPT};
 
 /// Engine settings that are not ports.
 #[derive(Debug, Clone)]
@@ -60,6 +62,9 @@ pub struct EngineConfig {
     pub dataset_routing: DatasetRoutingConfig,
     /// `SKILL_GATE_ENABLED`: recall also looks up skills when a question asks for a procedure.
     pub skill_gate_enabled: bool,
+    /// `ENABLE_BACKEND_ACCESS_CONTROL`: legacy search returns one result per
+    /// dataset (on) or the bare results (off).
+    pub access_control: bool,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +83,7 @@ impl Default for EngineConfig {
             log_search_history: true,
             dataset_routing: DatasetRoutingConfig::default(),
             skill_gate_enabled: true,
+            access_control: true,
         }
     }
 }

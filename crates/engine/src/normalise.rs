@@ -22,8 +22,9 @@ pub(crate) struct SearchResultPayload {
     /// Object entries of the completion are structured answers.
     pub structured: bool,
     /// Why this dataset contributed nothing (partial "no data").
-    #[allow(dead_code)]
     pub error: Option<String>,
+    /// The retriever's raw objects (legacy search's `result_object`).
+    pub objects: Vec<Value>,
 }
 
 const TEXT_KEYS: [&str; 6] = ["text", "completion", "summary", "name", "content", "answer"];
@@ -140,6 +141,7 @@ mod tests {
             evidence: Vec::new(),
             structured: false,
             error: None,
+            objects: Vec::new(),
         }
     }
 

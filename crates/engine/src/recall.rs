@@ -217,7 +217,7 @@ impl RecallRequest {
         Ok(top_k)
     }
 
-    fn retriever_options(&self, top_k: Option<usize>) -> RetrieverOptions {
+    pub(crate) fn retriever_options(&self, top_k: Option<usize>) -> RetrieverOptions {
         let as_usize = |v: Option<i64>| v.and_then(|n| usize::try_from(n).ok());
         RetrieverOptions {
             top_k,
@@ -548,7 +548,7 @@ impl Engine {
     }
 
     /// One search type over the datasets: one payload per dataset.
-    async fn search_graph(
+    pub(crate) async fn search_graph(
         &self,
         datasets: &[Dataset],
         search_type: SearchType,
@@ -564,7 +564,7 @@ impl Engine {
     /// Records the search (spec/recall.md §11): a question and an answer row
     /// per searched dataset, under the type that finally ran. A failing write
     /// fails the recall.
-    async fn log_history(
+    pub(crate) async fn log_history(
         &self,
         user: &User,
         request: &RecallRequest,
@@ -771,12 +771,13 @@ impl Engine {
             evidence,
             structured: options.response_schema.is_some() && retriever.is_generative(),
             error: None,
+            objects,
         })
     }
 
     /// Dataset ids (each must be readable), else names resolved strictly among
     /// the caller's own datasets, else every readable dataset.
-    async fn resolve_datasets(&self, user: &User, request: &RecallRequest) -> Result<Vec<Dataset>> {
+    pub(crate) async fn resolve_datasets(&self, user: &User, request: &RecallRequest) -> Result<Vec<Dataset>> {
         let readable = self.relational.datasets.readable_datasets(user).await?;
         if let Some(ids) = request.dataset_ids.as_ref().filter(|ids| !ids.is_empty()) {
             let mut out = Vec::new();
@@ -883,6 +884,7 @@ impl Engine {
                 evidence: Vec::new(),
                 structured: false,
                 error: Some(reason),
+                objects: Vec::new(),
             });
         }
         // Keep request order.

@@ -23,12 +23,18 @@ pub enum ErrorKind {
 /// Message of [`RecallError::RecallPrecondition`] (two lines; the back-ticks are literal).
 pub const RECALL_PRECONDITION_MESSAGE: &str = "Recall prerequisites not met: no database/default user found. Initialize Cognee before recalling by:\n- running `await cognee.add(...)` followed by `await cognee.cognify()`.";
 
+/// `SearchPreconditionError`'s message (legacy `search()` without a default user).
+pub const SEARCH_PRECONDITION_MESSAGE: &str = "Search prerequisites not met: no database/default user found. Initialize Cognee before searching by:\n• running `await cognee.add(...)` followed by `await cognee.cognify()`.";
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecallError {
     /// No database or default user exists yet: nothing was ever remembered.
     #[error("{}", RECALL_PRECONDITION_MESSAGE)]
     RecallPrecondition,
+
+    #[error("{}", SEARCH_PRECONDITION_MESSAGE)]
+    SearchPrecondition,
 
     /// Strict dataset-name resolution missed one or more names.
     #[error("{}", dataset_not_found_message(.missing))]
@@ -143,7 +149,7 @@ impl RecallError {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            RecallError::RecallPrecondition => ErrorKind::Precondition,
+            RecallError::RecallPrecondition | RecallError::SearchPrecondition => ErrorKind::Precondition,
             RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => {
                 ErrorKind::NotFound
             }
@@ -166,6 +172,7 @@ impl RecallError {
     pub fn name(&self) -> &'static str {
         match self {
             RecallError::RecallPrecondition => "RecallPreconditionError",
+            RecallError::SearchPrecondition => "SearchPreconditionError",
             RecallError::DatasetNotFound { .. } => "DatasetNotFoundError",
             RecallError::DatasetType(_) => "DatasetTypeError",
             RecallError::PermissionDenied(_) => "PermissionDeniedError",
@@ -189,7 +196,10 @@ impl RecallError {
     /// The HTTP status the spec gives this error.
     pub fn http_status(&self) -> u16 {
         match self {
-            RecallError::RecallPrecondition | RecallError::QueryValidation(_) | RecallError::Validation { .. } => 422,
+            RecallError::RecallPrecondition
+            | RecallError::SearchPrecondition
+            | RecallError::QueryValidation(_)
+            | RecallError::Validation { .. } => 422,
             RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => 404,
             RecallError::DatasetType(_)
             | RecallError::UnsupportedSearchType(_)

@@ -1,0 +1,118 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The legacy search() end to end on the in-memory stack: Cognee's check
+//! order, strict datasets, the backwards-compatible result shapes (per
+//! dataset, verbose, access control off) and history under the requested type.
+
+use std::sync::Arc;
+
+use recall_core::ports::RelationalPorts;
+use recall_core::{RecallError, SearchType};
+use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
+use recall_engine::{Engine, EngineBuilder, EngineConfig, RememberInput, SearchRequest, DEFAULT_SEARCH_SYSTEM_PROMPT};
+use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+use serde_json::Value;
+
+fn engine(config: EngineConfig) -> Engine {
+    EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        Arc::new(MemoryGraphStore::new()),
+        Arc::new(MemoryVectorStore::new()),
+        Arc::new(HashingEmbedder::new(64).unwrap()),
+    )
+    .config(config)
+    .extractor(Arc::new(RuleBasedExtractor))
+    .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    .build()
+    .unwrap()
+}
+
+async fn fixture(config: EngineConfig) -> Engine {
+    let engine = engine(config);
+    engine.remember("space", &[RememberInput::text("Jupiter is the largest planet. Saturn has rings.")]).await.unwrap();
+    engine
+}
+
+#[tokio::test]
+async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
+    let engine = fixture(EngineConfig::default()).await;
+    // only_context on the default GRAPH_COMPLETION: the user prompt, built with search()'s system prompt.
+    let out = engine.search(&SearchRequest::new("Which planet is the largest?").only_context(true)).await.unwrap();
+    assert_eq!(out.len(), 1);
+    let ds = engine.dataset("space").await.unwrap();
+    assert_eq!(out[0]["dataset_id"], ds.id.to_string());
+    assert_eq!(out[0]["dataset_name"], "space");
+    assert_eq!(out[0]["dataset_tenant_id"], Value::Null);
+    let prompt = out[0]["search_result"].as_str().unwrap();
+    assert!(prompt.contains("Connections:") && prompt.contains("Which planet is the largest?"), "{prompt}");
+    assert!(out[0].get("error").is_none());
+
+    // CHUNKS: the payload dicts with their distances.
+    let out = engine.search(&SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(1)).await.unwrap();
+    let hits = out[0]["search_result"].as_array().unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0]["text"].as_str().unwrap().contains("Jupiter"));
+    assert!(hits[0]["score"].as_f64().is_some());
+
+    // Verbose: every part of the search, the system prompt included.
+    let mut verbose = SearchRequest::new("Which planet is the largest?").only_context(true);
+    verbose.verbose = true;
+    let out = engine.search(&verbose).await.unwrap();
+    for key in
+        ["text_result", "context_result", "objects_result", "user_prompt_result", "system_prompt_result", "evidence"]
+    {
+        assert!(out[0].get(key).is_some(), "{key}: {}", out[0]);
+    }
+    assert_eq!(out[0]["system_prompt_result"], DEFAULT_SEARCH_SYSTEM_PROMPT);
+    assert!(!out[0]["objects_result"].as_array().unwrap().is_empty());
+    assert!(out[0].get("search_result").is_none());
+
+    // History is recorded under the requested type.
+    let history = engine.search_history().await.unwrap();
+    assert!(history.iter().any(|h| h.text == "Jupiter"), "{history:?}");
+}
+
+#[tokio::test]
+async fn without_access_control_a_single_list_result_is_returned_bare() {
+    let engine = fixture(EngineConfig { access_control: false, ..Default::default() }).await;
+    engine.remember("space", &[RememberInput::text("Jupiter has a Great Red Spot.")]).await.unwrap();
+    let out = engine.search(&SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(2)).await.unwrap();
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(out.iter().all(|hit| hit["score"].is_number() && hit.get("dataset_id").is_none()));
+}
+
+#[tokio::test]
+async fn datasets_users_and_single_dataset_types_are_checked_in_order() {
+    let fresh = engine(EngineConfig::default());
+    let err = fresh.search(&SearchRequest::new("q")).await.unwrap_err();
+    assert!(matches!(err, RecallError::SearchPrecondition));
+    assert!(err.to_string().starts_with("Search prerequisites not met: no database/default user found."));
+    assert_eq!(err.http_status(), 422);
+    // Validation comes before the user lookup.
+    let mut bad = SearchRequest::new("q");
+    bad.max_iter = Some(0);
+    assert_eq!(fresh.search(&bad).await.unwrap_err().name(), "InvalidMaxIter");
+
+    // A user with no dataset at all.
+    fresh.relational().users.ensure_user("default_user@example.com").await.unwrap();
+    assert_eq!(fresh.search(&SearchRequest::new("q")).await.unwrap_err().to_string(), "No datasets found.");
+
+    let engine = fixture(EngineConfig::default()).await;
+    engine.remember("other", &[RememberInput::text("Mars is red.")]).await.unwrap();
+    let err = engine.search(&SearchRequest::new("q").datasets(["space", "nope"])).await.unwrap_err();
+    assert!(matches!(err, RecallError::DatasetNotFound { ref missing } if missing == &["nope".to_string()]));
+    // SKILLS needs exactly one explicit dataset.
+    let skills = SearchRequest::new("how do I deploy").query_type(SearchType::Skills);
+    let err = engine.search(&skills).await.unwrap_err();
+    assert_eq!(
+        (err.name(), err.to_string().as_str()),
+        ("InvalidSkillsDatasetScope", "SKILLS search requires exactly one explicit dataset.")
+    );
+    let out = engine.search(&skills.clone().datasets(["space"])).await.unwrap();
+    assert_eq!(out[0]["search_result"], serde_json::json!([]), "no skills in the dataset");
+    // A dataset id wins over names.
+    let mut by_id = SearchRequest::new("Mars").query_type(SearchType::Chunks).datasets(["space"]);
+    by_id.dataset_ids = Some(vec![engine.dataset("other").await.unwrap().id]);
+    let out = engine.search(&by_id).await.unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["dataset_name"], "other");
+}
