@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use recall_core::model::collections::DATASET_ROUTING;
-use recall_core::ports::{EmbeddingSpec, NodeSetFilter, RelationalPorts, ScoredResult, VectorRecord, VectorStore};
+use recall_core::ports::{
+    Embedder, EmbeddingSpec, NodeSetFilter, RelationalPorts, ScoredResult, VectorRecord, VectorStore,
+};
 use recall_core::{DatasetId, RecallError, RecallResponse, Result, SearchType};
 use recall_engine::dataset_routing::RoutingOutcome;
 use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
@@ -283,4 +285,54 @@ async fn routing_can_be_turned_off_and_a_single_dataset_is_never_routed() {
     assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::NotApplicable);
     assert_eq!(explain.lanes, vec!["graph".to_string()]);
     assert!(explain.timings_ms.iter().any(|t| t.stage == "search"));
+}
+
+/// Counts the single-text (query) embedding calls that reach the model.
+struct CountingEmbedder {
+    inner: HashingEmbedder,
+    queries: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl Embedder for CountingEmbedder {
+    fn model(&self) -> String {
+        self.inner.model()
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        if texts.len() == 1 && texts[0].starts_with("QUERY") {
+            self.queries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.embed(texts).await
+    }
+}
+
+#[tokio::test]
+async fn a_routed_recall_embeds_its_question_once() {
+    let embedder = Arc::new(CountingEmbedder {
+        inner: HashingEmbedder::new(256).unwrap(),
+        queries: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let engine = EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        Arc::new(MemoryGraphStore::new()),
+        Arc::new(MemoryVectorStore::new()),
+        embedder.clone(),
+    )
+    .config(config(DatasetRoutingConfig { top_k: 3, max_distance: 2.0, ..Default::default() }))
+    .extractor(Arc::new(RuleBasedExtractor))
+    .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    .build()
+    .unwrap();
+    for (name, docs) in [("astronomy", ASTRONOMY), ("baking", BAKING), ("rust", RUST)] {
+        let inputs: Vec<RememberInput> = docs.iter().map(|t| RememberInput::text(*t)).collect();
+        engine.remember(name, &inputs).await.unwrap();
+    }
+    let (results, explain) = engine.recall_explained(&chunks("QUERY Jupiter and Sourdough Starter")).await.unwrap();
+    assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::Routed);
+    assert_eq!(datasets_answering(&results).len(), 3);
+    // Routing and the three datasets' CHUNKS searches shared one embedding.
+    assert_eq!(embedder.queries.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

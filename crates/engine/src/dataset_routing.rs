@@ -162,8 +162,9 @@ impl Engine {
             );
             return Ok(None);
         }
+        // The retrievers reuse this embedding (the query embedder remembers it).
         let vector = self
-            .embedder
+            .query_embedder
             .embed(&[query.to_string()])
             .await?
             .pop()

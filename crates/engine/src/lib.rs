@@ -9,6 +9,7 @@ pub mod extract;
 mod forget;
 mod global_context;
 mod normalise;
+mod query_embedder;
 mod recall;
 mod remember;
 pub mod scope;
@@ -107,6 +108,9 @@ pub struct Engine {
     pub(crate) sessions: Option<Arc<dyn SessionLanes>>,
     /// Warm verdicts of the warm-up probe, by (user, sorted dataset ids).
     pub(crate) warm_cache: moka::future::Cache<(uuid::Uuid, Vec<recall_core::DatasetId>), ()>,
+    /// The embedder for questions: remembers recent query vectors, so a
+    /// recall embeds its question once (routing, then every dataset).
+    pub(crate) query_embedder: Arc<dyn Embedder>,
 }
 
 /// Builds an [`Engine`] from its ports. Retriever registration is explicit and
@@ -206,6 +210,7 @@ impl EngineBuilder {
             relational: self.relational,
             graph: self.graph,
             vectors: self.vectors,
+            query_embedder: Arc::new(query_embedder::QueryEmbedder::new(self.embedder.clone())),
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,

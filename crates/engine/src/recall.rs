@@ -669,7 +669,7 @@ impl Engine {
             dataset: dataset.clone(),
             graph: self.graph.clone(),
             vectors: self.vectors.clone(),
-            embedder: self.embedder.clone(),
+            embedder: self.query_embedder.clone(),
             llm: self.llm.clone(),
             data_version: self.data_version(dataset.id),
         }
