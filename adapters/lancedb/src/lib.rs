@@ -312,7 +312,7 @@ impl VectorStore for LanceVectorStore {
             .distance_type(DistanceType::Cosine)
             .only_if(predicate)
             // Never the stored vectors: only what a hit carries.
-            .select(Select::columns(&["id", "payload"]))
+            .select(Select::columns(&["id", "payload", "_distance"]))
             .limit(limit)
             // Approximate hits are re-ranked on the exact vectors, so scores
             // stay raw cosine distances.
