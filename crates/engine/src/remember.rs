@@ -130,6 +130,18 @@ pub(crate) fn validate_dataset_name(name: &str) -> Result<()> {
 }
 
 impl Engine {
+    /// A collection filled by another embedding model cannot take this
+    /// model's vectors: `EmbeddingDimensionMismatch`, before anything is written.
+    pub(crate) async fn check_collection_model(&self, collection: &str, dataset_name: &str) -> Result<()> {
+        let configured = self.embedder.spec();
+        match self.vectors.collection_spec(collection).await? {
+            Some(stored) if stored != configured => {
+                Err(RecallError::embedding_mismatch(dataset_name, &stored, &configured.model, configured.dimensions))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Stores the inputs in `dataset` and builds their chunks, graph and vectors.
     pub async fn remember(&self, dataset: &str, inputs: &[RememberInput]) -> Result<RememberOutcome> {
         self.remember_with_progress(dataset, inputs, &NoProgress).await
@@ -150,17 +162,7 @@ impl Engine {
 
         // A store filled by another embedding model cannot take these vectors:
         // refuse before writing anything.
-        let configured = self.embedder.spec();
-        if let Some(stored) = self.vectors.collection_spec(DOCUMENT_CHUNK_TEXT).await? {
-            if stored != configured {
-                return Err(RecallError::embedding_mismatch(
-                    dataset_name,
-                    &stored,
-                    &configured.model,
-                    configured.dimensions,
-                ));
-            }
-        }
+        self.check_collection_model(DOCUMENT_CHUNK_TEXT, dataset_name).await?;
 
         let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
         let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;

@@ -93,17 +93,7 @@ impl Engine {
         for file in &files {
             read_skill(file, DatasetId(uuid::Uuid::nil()))?;
         }
-        let configured = self.embedder.spec();
-        if let Some(stored) = self.vectors.collection_spec(SKILL_SEARCH_TEXT).await? {
-            if stored != configured {
-                return Err(RecallError::embedding_mismatch(
-                    dataset_name,
-                    &stored,
-                    &configured.model,
-                    configured.dimensions,
-                ));
-            }
-        }
+        self.check_collection_model(SKILL_SEARCH_TEXT, dataset_name).await?;
         let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
         let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
         let skills: Vec<Skill> = files.iter().map(|f| read_skill(f, dataset.id)).collect::<Result<_>>()?;
@@ -116,7 +106,7 @@ impl Engine {
         let rows: Vec<EmbedRow> =
             skills.iter().map(|s| (s.id, s.search_text.clone(), vector_payload(s), Vec::new())).collect();
         let records = self.embed_rows(rows).await?;
-        self.vectors.ensure_collection(dataset.id, SKILL_SEARCH_TEXT, &configured).await?;
+        self.vectors.ensure_collection(dataset.id, SKILL_SEARCH_TEXT, &self.embedder.spec()).await?;
         self.vectors.upsert(dataset.id, SKILL_SEARCH_TEXT, records).await?;
         self.bump_data_version(dataset.id);
         let added = skills
