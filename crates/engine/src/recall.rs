@@ -264,7 +264,8 @@ fn is_type_rejection(e: &RecallError) -> bool {
 }
 
 /// Python truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
+/// Python truthiness of a JSON value.
+pub(crate) fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,

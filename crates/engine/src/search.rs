@@ -8,7 +8,7 @@ use recall_retrievers::RetrievedContext;
 use serde_json::{json, Map, Value};
 
 use crate::normalise::SearchResultPayload;
-use crate::recall::RecallRequest;
+use crate::recall::{truthy, RecallRequest};
 use crate::Engine;
 
 /// `search()`'s system prompt when none is given.
@@ -104,6 +104,12 @@ impl SearchRequest {
     /// `search()`'s own checks, in Cognee's order (http-api.md §4.2 steps
     /// 1–7), then the checks it shares with recall. No I/O.
     pub fn validate(&self) -> Result<()> {
+        self.check_search_parameters()?;
+        self.as_recall().validate().map(|_| ())
+    }
+
+    /// The checks recall does not have (http-api.md §4.2 steps 2–7).
+    fn check_search_parameters(&self) -> Result<()> {
         for (name, error, value) in [
             ("neighborhood_depth", "InvalidNeighborhoodDepth", self.neighborhood_depth),
             ("neighborhood_seed_top_k", "InvalidNeighborhoodSeedTopK", self.neighborhood_seed_top_k),
@@ -144,7 +150,7 @@ impl SearchRequest {
                 ),
             });
         }
-        self.as_recall().validate().map(|_| ())
+        Ok(())
     }
 
     /// The same search as a pinned, graph-only recall request.
@@ -193,17 +199,6 @@ fn context_value(context: &Option<RetrievedContext>) -> Value {
         Some(RetrievedContext::Text(s)) => Value::String(s.clone()),
         Some(RetrievedContext::List(l)) => json!(l),
         None => Value::Null,
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
     }
 }
 
@@ -281,7 +276,7 @@ impl Engine {
     /// under the requested type. Returns Cognee's backwards-compatible
     /// result list.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<Value>> {
-        request.validate()?;
+        request.check_search_parameters()?;
         let recall = request.as_recall();
         let top_k = recall.validate()?;
         let user = self.relational.users.find_user(&self.config.default_user_email).await?;

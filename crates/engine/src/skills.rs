@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use recall_core::{Dataset, DatasetId, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType};
+use recall_core::{Dataset, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType};
 use recall_retrievers::RetrieverOptions;
 use recall_skills::{parse_skill, Skill, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
 use serde::Serialize;
@@ -56,13 +56,13 @@ fn skill_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn read_skill(file: &Path, dataset: DatasetId) -> Result<Skill> {
+fn read_skill(file: &Path) -> Result<Skill> {
     let bytes = std::fs::read(file)
         .map_err(|e| RecallError::invalid_input(format!("cannot read '{}': {e}", file.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| RecallError::invalid_input(format!("skill file '{}' is not UTF-8 text", file.display())))?;
     let source_dir = file.parent().map(|p| p.display().to_string()).unwrap_or_default();
-    parse_skill(&text, &file.display().to_string(), &source_dir, &dataset.to_string())
+    parse_skill(&text, &file.display().to_string(), &source_dir, "")
 }
 
 /// The stored vector payload: the data point without its bodies.
@@ -89,14 +89,15 @@ impl Engine {
         for path in paths {
             files.extend(skill_files(path)?);
         }
-        // Parse with a placeholder scope first: bad files write nothing, not even the dataset.
-        for file in &files {
-            read_skill(file, DatasetId(uuid::Uuid::nil()))?;
-        }
+        // Every file is read and parsed before anything is written: a bad
+        // file writes nothing, not even the dataset. The scope is set below.
+        let mut skills: Vec<Skill> = files.iter().map(|f| read_skill(f)).collect::<Result<_>>()?;
         self.check_collection_model(SKILL_SEARCH_TEXT, dataset_name).await?;
         let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
         let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
-        let skills: Vec<Skill> = files.iter().map(|f| read_skill(f, dataset.id)).collect::<Result<_>>()?;
+        for skill in &mut skills {
+            skill.dataset_scope = vec![dataset.id.to_string()];
+        }
 
         let nodes: Vec<Node> = skills
             .iter()
