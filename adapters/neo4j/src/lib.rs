@@ -444,6 +444,17 @@ impl GraphStore for Neo4jGraphStore {
         Ok((get(&n)?, get(&e)?))
     }
 
+    /// One node lookup, not a count of the dataset's graph.
+    async fn is_empty(&self, dataset: DatasetId) -> Result<bool> {
+        let rows = self
+            .rows(
+                query("MATCH (n:RecallNode {dataset_id: $ds}) RETURN n.id AS id LIMIT 1")
+                    .param("ds", dataset.to_string()),
+            )
+            .await?;
+        Ok(rows.is_empty())
+    }
+
     async fn delete_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<()> {
         for chunk in ids.chunks(self.id_chunk()) {
             let q = query("MATCH (n:RecallNode {dataset_id: $ds}) WHERE n.id IN $ids DETACH DELETE n")

@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, HashSet};
 use async_trait::async_trait;
 use recall_core::ports::{EdgeKey, GraphStore};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
-use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
+use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
 use serde_json::{Map, Value as Json};
 use uuid::Uuid;
 
@@ -84,7 +84,46 @@ impl SqlGraphStore {
         }
         Ok(out)
     }
+
+    /// Edges of a dataset with both endpoints among `ids`, filtered in SQL on
+    /// both columns (the source by index, the target against the whole list),
+    /// so an endpoint's other edges are never read. Past `MAX_BOTH_SIDES` ids
+    /// the target list would not fit in one statement's parameters: the
+    /// edges by source are read and filtered here.
+    async fn edges_between(&self, dataset: DatasetId, ids: &[Uuid], members: &HashSet<Uuid>) -> Result<Vec<Edge>> {
+        if ids.len() > MAX_BOTH_SIDES {
+            let edges = self.edges_touching(dataset, ids, "source_id").await?;
+            return Ok(edges.into_iter().filter(|e| members.contains(&e.target_node_id)).collect());
+        }
+        let targets: Vec<Value> = ids.iter().map(|id| Value::from(id.to_string())).collect();
+        // SQLite has no statistics by default and may walk the target index:
+        // an entity's incoming edges can number in the thousands. The unary
+        // `+` keeps it on the primary key (by source); Postgres plans from its
+        // statistics and has no `+` on text.
+        let target = if self.db.backend() == DbBackend::Sqlite { "+target_id" } else { "target_id" };
+        let mut out = Vec::new();
+        for chunk in ids.chunks(READ_BATCH) {
+            let sql = format!(
+                "SELECT source_id, relationship_name, target_id, edge_text, properties FROM graph_edges \
+                 WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
+                in_list(2, chunk.len()),
+                in_list(2 + chunk.len(), targets.len())
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(1 + chunk.len() + targets.len());
+            values.push(dataset.to_string().into());
+            values.extend(chunk.iter().map(|id| Value::from(id.to_string())));
+            values.extend(targets.iter().cloned());
+            for row in self.db.conn.query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? {
+                out.push(edge_from_row(&row)?);
+            }
+        }
+        Ok(out)
+    }
 }
+
+/// The most ids whose edges between themselves are read with both endpoint
+/// lists in one statement (SQLite allows 32 766 parameters, Postgres 65 535).
+const MAX_BOTH_SIDES: usize = 4_000;
 
 #[async_trait]
 impl GraphStore for SqlGraphStore {
@@ -198,12 +237,7 @@ impl GraphStore for SqlGraphStore {
         ids.sort();
         // Depth 0 reached nothing new: the seeds read above are the nodes.
         let nodes = if depth == 0 { found } else { self.get_nodes(dataset, &ids).await? };
-        let edges = self
-            .edges_touching(dataset, &ids, "source_id")
-            .await?
-            .into_iter()
-            .filter(|e| reached.contains(&e.target_node_id))
-            .collect();
+        let edges = self.edges_between(dataset, &ids, &reached).await?;
         Ok(Subgraph { nodes, edges })
     }
 
@@ -308,6 +342,21 @@ impl GraphStore for SqlGraphStore {
         let n: i64 = row.try_get("", "n").map_err(db_err)?;
         let e: i64 = row.try_get("", "e").map_err(db_err)?;
         Ok((n.max(0) as u64, e.max(0) as u64))
+    }
+
+    /// One index probe, not a count of the dataset's nodes and edges (it is
+    /// asked on every graph search).
+    async fn is_empty(&self, dataset: DatasetId) -> Result<bool> {
+        let rows = self
+            .db
+            .conn
+            .query_all_raw(self.db.stmt(
+                "SELECT 1 AS one FROM graph_nodes WHERE dataset_id = $1 LIMIT 1",
+                vec![dataset.to_string().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(rows.is_empty())
     }
 
     async fn delete_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<()> {

@@ -204,6 +204,20 @@ async fn graph_large_batch(store: &dyn GraphStore, n: usize) {
     let mid = nodes[n / 2].id;
     let sub = store.neighborhood(ds, &[mid], 1).await.unwrap();
     assert_eq!(sub.nodes.len(), 3);
+
+    // Depth 0 over thousands of seeds (batched reads, and past 4 000 seeds
+    // the SQL adapter's other path): exactly the edges with both ends seeded.
+    let skips: Vec<Edge> = nodes.windows(3).map(|p| Edge::new(p[0].id, "skip", p[2].id)).collect();
+    store.upsert_edges(ds, &skips).await.unwrap();
+    let m = n.min(4_600);
+    let evens: Vec<Uuid> = nodes[..m].iter().step_by(2).map(|x| x.id).collect();
+    let sub = store.neighborhood(ds, &evens, 0).await.unwrap();
+    assert_eq!(sub.nodes.len(), evens.len());
+    assert!(sub.edges.iter().all(|e| e.relationship_name == "skip"), "a `next` edge has an odd end");
+    assert_eq!(sub.edges.len(), evens.len() - 1, "the skips between consecutive even seeds");
+    let all: Vec<Uuid> = nodes[..m].iter().map(|x| x.id).collect();
+    let sub = store.neighborhood(ds, &all, 0).await.unwrap();
+    assert_eq!(sub.edges.len(), (m - 1) + (m - 2), "every `next` and `skip` among the first {m}");
     store.delete_dataset(ds).await.unwrap();
     assert!(store.is_empty(ds).await.unwrap());
 }
