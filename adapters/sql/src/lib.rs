@@ -10,6 +10,7 @@ mod schema;
 use std::time::Duration;
 
 use recall_core::{RecallError, Result};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement, Value};
 
 pub use graph::SqlGraphStore;
@@ -20,6 +21,9 @@ pub use schema::Migrator;
 pub(crate) fn db_err(err: DbErr) -> RecallError {
     RecallError::backend(err)
 }
+
+/// The most bytes of an SQLite file each connection maps (1 GiB).
+const SQLITE_MMAP_SIZE: &str = "1073741824";
 
 /// A pooled connection to SQLite or Postgres, with the schema in place.
 #[derive(Clone)]
@@ -50,16 +54,29 @@ impl SqlDatabase {
         opts.sqlx_logging(false).connect_timeout(Duration::from_secs(10));
         if sqlite_path(url).is_some() {
             // A busy SQLite file waits for the writer instead of failing at once.
-            opts.map_sqlx_sqlite_opts(|o| o.busy_timeout(Duration::from_secs(30)));
+            // Reads through a memory map (no read syscall and copy per page):
+            // graph reads touch thousands of pages per search. Virtual
+            // address space only; pages stay in the OS page cache.
+            //
+            // synchronous=NORMAL is SQLite's recommended setting in WAL mode:
+            // a commit no longer waits for an fsync of the WAL (one per
+            // recall, for its history rows), the database cannot be corrupted,
+            // and a commit survives any crash of the process; only a power
+            // loss or OS crash may roll back the last commits (whole
+            // transactions) since the previous checkpoint.
+            opts.map_sqlx_sqlite_opts(|o| {
+                o.busy_timeout(Duration::from_secs(30))
+                    // WAL lets readers run while one writer writes; set on
+                    // every connection, before synchronous, which relies on it.
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .pragma("mmap_size", SQLITE_MMAP_SIZE)
+            });
             opts.max_connections(8);
         } else {
             opts.max_connections(16);
         }
         let conn = Database::connect(opts).await.map_err(db_err)?;
-        if conn.get_database_backend() == DbBackend::Sqlite {
-            // WAL lets readers run while one writer writes; it persists in the file.
-            conn.execute_unprepared("PRAGMA journal_mode=WAL;").await.map_err(db_err)?;
-        }
         let db = Self { conn };
         schema::create(&db.conn).await?;
         Ok(db)

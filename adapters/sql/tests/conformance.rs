@@ -76,3 +76,29 @@ async fn a_database_from_before_search_history_upgrades() {
     store.record_search(&record).await.unwrap();
     assert_eq!(store.search_history(user).await.unwrap().len(), 2);
 }
+
+/// Every pooled SQLite connection runs in WAL with synchronous=NORMAL (1) and
+/// reads through a memory map; the settings hold on connections opened
+/// concurrently, not only on the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_connections_use_wal_normal_sync_and_mmap() {
+    use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = sqlite(&dir).await;
+    let conn = db.connection();
+    // Hold several transactions open at once, so the pool opens several connections.
+    let mut txns = Vec::new();
+    for _ in 0..3 {
+        txns.push(conn.begin().await.unwrap());
+    }
+    for txn in &txns {
+        let pragma = |name: &str| Statement::from_string(db.backend(), format!("PRAGMA {name}"));
+        let mode: String =
+            txn.query_one_raw(pragma("journal_mode")).await.unwrap().unwrap().try_get_by_index(0).unwrap();
+        assert_eq!(mode.to_lowercase(), "wal");
+        let sync: i64 = txn.query_one_raw(pragma("synchronous")).await.unwrap().unwrap().try_get_by_index(0).unwrap();
+        assert_eq!(sync, 1, "synchronous=NORMAL");
+        let mmap: i64 = txn.query_one_raw(pragma("mmap_size")).await.unwrap().unwrap().try_get_by_index(0).unwrap();
+        assert_eq!(mmap, 1 << 30);
+    }
+}
