@@ -16,7 +16,7 @@ use futures::TryStreamExt;
 use lancedb::index::vector::IvfHnswSqIndexBuilder;
 use lancedb::index::Index;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
-use lancedb::table::{OptimizeAction, OptimizeOptions};
+use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, DistanceType, Table};
 use recall_core::ports::{EmbeddingSpec, NodeSetFilter, ScoredResult, VectorRecord, VectorStore};
 use recall_core::{DatasetId, RecallError, Result};
@@ -75,7 +75,14 @@ fn spec_of(schema: &Schema) -> Option<EmbeddingSpec> {
 /// Vector store on a LanceDB database (a local directory or an object-store URI).
 /// Rows from which a collection gets an approximate (IVF_HNSW_SQ, cosine)
 /// vector index; smaller collections are searched exactly.
-pub const DEFAULT_INDEX_THRESHOLD: usize = 20_000;
+pub const DEFAULT_INDEX_THRESHOLD: usize = 2_000;
+
+/// Small data files a collection may hold before it is compacted.
+const MAX_FRAGMENTS: usize = 16;
+
+/// Vector index segments (the first build, then a delta per fold) a
+/// collection may hold before a fold merges them into one.
+const MAX_INDEX_SEGMENTS: usize = 4;
 
 pub struct LanceVectorStore {
     conn: Connection,
@@ -113,17 +120,47 @@ impl LanceVectorStore {
         Ok(indices.iter().any(|i| i.columns.iter().any(|c| c == "vector")))
     }
 
-    /// Keeps a large collection's vector index in step with its rows: builds
-    /// it once the table reaches the threshold, and folds new rows into it
-    /// when more than a tenth of the rows are unindexed (unindexed rows are
-    /// still searched, exactly, until then). Runs under the collection's
-    /// write lock.
-    async fn maintain_index(&self, table: &Table) -> Result<()> {
+    /// A collection's data files (fragments) and vector index segments (0
+    /// without an index); `None` when it does not exist.
+    pub async fn layout(&self, collection: &str) -> Result<Option<(usize, usize)>> {
+        let Some((table, _)) = self.open(collection).await? else { return Ok(None) };
+        let fragments = table.stats().await.map_err(lance_err)?.fragment_stats.num_fragments;
+        let indices = table.list_indices().await.map_err(lance_err)?;
+        let segments = match indices.iter().find(|i| i.columns.iter().any(|c| c == "vector")) {
+            Some(index) => table
+                .index_stats(&index.name)
+                .await
+                .map_err(lance_err)?
+                .map_or(0, |s| s.num_indices.unwrap_or(1) as usize),
+            None => 0,
+        };
+        Ok(Some((fragments, segments)))
+    }
+
+    /// Keeps a collection fast to search as it grows; runs under the
+    /// collection's write lock after every write.
+    ///
+    /// - Every write adds a data file (a fragment), and a search opens every
+    ///   fragment: past `MAX_FRAGMENTS` small ones the table is compacted
+    ///   (the vector index is remapped, not rebuilt).
+    /// - The vector index is built once the table reaches the threshold. New
+    ///   rows are searched exactly until more than a tenth of the rows are
+    ///   unindexed, then folded in as a delta segment; every search walks
+    ///   every segment, so past `MAX_INDEX_SEGMENTS` the fold merges them all
+    ///   into one.
+    async fn maintain(&self, table: &Table) -> Result<()> {
+        let stats = table.stats().await.map_err(lance_err)?;
+        if stats.fragment_stats.num_small_fragments > MAX_FRAGMENTS {
+            table
+                .optimize(OptimizeAction::Compact { options: CompactionOptions::default(), remap_options: None })
+                .await
+                .map_err(lance_err)?;
+        }
         let Some(threshold) = self.index_threshold else { return Ok(()) };
         let indices = table.list_indices().await.map_err(lance_err)?;
         match indices.iter().find(|i| i.columns.iter().any(|c| c == "vector")) {
             None => {
-                if table.count_rows(None).await.map_err(lance_err)? >= threshold {
+                if stats.num_rows >= threshold {
                     let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
                     table.create_index(&["vector"], Index::IvfHnswSq(builder)).execute().await.map_err(lance_err)?;
                 }
@@ -131,7 +168,13 @@ impl LanceVectorStore {
             Some(index) => {
                 if let Some(stats) = table.index_stats(&index.name).await.map_err(lance_err)? {
                     if stats.num_unindexed_rows * 10 > stats.num_indexed_rows.max(1) {
-                        table.optimize(OptimizeAction::Index(OptimizeOptions::default())).await.map_err(lance_err)?;
+                        let segments = stats.num_indices.unwrap_or(1) as usize;
+                        let options = if segments >= MAX_INDEX_SEGMENTS {
+                            OptimizeOptions::merge(segments)
+                        } else {
+                            OptimizeOptions::default()
+                        };
+                        table.optimize(OptimizeAction::Index(options)).await.map_err(lance_err)?;
                     }
                 }
             }
@@ -250,8 +293,23 @@ impl VectorStore for LanceVectorStore {
         Ok(self.open(collection).await?.map(|(_, spec)| spec))
     }
 
+    /// Stops at the first row of the dataset instead of counting them all.
     async fn has_collection(&self, dataset: DatasetId, collection: &str) -> Result<bool> {
-        Ok(self.count(dataset, collection).await? > 0)
+        let Some((table, _)) = self.open(collection).await? else {
+            return Ok(false);
+        };
+        let batches: Vec<RecordBatch> = table
+            .query()
+            .only_if(dataset_filter(dataset))
+            .select(Select::columns(&["id"]))
+            .limit(1)
+            .execute()
+            .await
+            .map_err(lance_err)?
+            .try_collect()
+            .await
+            .map_err(lance_err)?;
+        Ok(batches.iter().any(|b| b.num_rows() > 0))
     }
 
     async fn upsert(&self, dataset: DatasetId, collection: &str, records: Vec<VectorRecord>) -> Result<()> {
@@ -274,7 +332,7 @@ impl VectorStore for LanceVectorStore {
         let mut merge = table.merge_insert(&["dataset_id", "id"]);
         merge.when_matched_update_all(None).when_not_matched_insert_all();
         merge.execute(reader).await.map_err(lance_err)?;
-        self.maintain_index(&table).await
+        self.maintain(&table).await
     }
 
     async fn search(

@@ -92,3 +92,57 @@ async fn lancedb_collection_spec_survives_reopen() {
         .unwrap_err();
     assert_eq!(err.http_status(), 409);
 }
+
+/// Many small writes do not leave many small files or index segments behind:
+/// past 16 small fragments the table is compacted, past 4 index segments a
+/// fold merges them; searches stay exact on the stored vectors throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lancedb_compacts_small_writes_and_merges_index_segments() {
+    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = LanceVectorStore::connect(dir.path().to_str().unwrap()).await.unwrap().with_index_threshold(Some(300));
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let ds = DatasetId(uuid::Uuid::new_v4());
+    store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+    let vector = |i: usize| -> Vec<f32> {
+        let mut x = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (0..8)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 10_000) as f32 / 10_000.0 - 0.5
+            })
+            .collect()
+    };
+    let mut max_fragments = 0;
+    let mut max_segments = 0;
+    let mut rows = 0;
+    // 60 writes of growing size: the index is built at 300 rows, then folded
+    // in several times (each write adds more than a tenth of the rows).
+    for write in 0..60usize {
+        let n = 10 + write * 3;
+        let records: Vec<VectorRecord> = (rows..rows + n)
+            .map(|i| VectorRecord {
+                id: uuid::Uuid::from_u128(i as u128 + 1),
+                vector: vector(i),
+                payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
+                belongs_to_set: vec![],
+            })
+            .collect();
+        store.upsert(ds, "Thing_text", records).await.unwrap();
+        rows += n;
+        let (fragments, segments) = store.layout("Thing_text").await.unwrap().unwrap();
+        max_fragments = max_fragments.max(fragments);
+        max_segments = max_segments.max(segments);
+    }
+    assert!(max_fragments <= 17, "compacted past 16 small fragments (saw {max_fragments})");
+    assert!((1..=4).contains(&max_segments), "indexed, at most 4 segments (saw {max_segments})");
+    assert_eq!(store.count(ds, "Thing_text").await.unwrap(), rows as u64, "compaction keeps every row");
+    for probe in [0usize, rows / 2, rows - 1] {
+        let hits = store.search(ds, "Thing_text", &vector(probe), Some(3), None).await.unwrap();
+        assert_eq!(hits[0].payload["i"], probe, "the stored vector itself is the nearest");
+        assert!(hits[0].score.abs() < 1e-5);
+    }
+}
