@@ -92,7 +92,10 @@ impl Bm25Index {
             return Vec::new();
         }
         let n = self.docs.len() as f64;
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+        // Dense accumulators (one slot per chunk) and the chunks touched: no
+        // hashing per posting, and only the touched chunks are ranked.
+        let mut scores = vec![0f64; self.docs.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for term in &terms {
             let Some(postings) = self.postings.get(term) else { continue };
             let df = postings.len() as f64;
@@ -101,15 +104,27 @@ impl Bm25Index {
                 let tf = f64::from(tf);
                 let dl = f64::from(self.lengths[doc as usize]);
                 let s = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avgdl));
-                *scores.entry(doc).or_default() += s;
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += s;
             }
         }
-        let mut ranked: Vec<(usize, f64)> = scores.into_iter().map(|(d, s)| (d as usize, s)).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked.truncate(top_k);
+        let mut ranked: Vec<(usize, f64)> = touched.into_iter().map(|d| (d as usize, scores[d as usize])).collect();
+        let order = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > top_k {
+            // Partition around the top_k-th, then sort only the head.
+            ranked.select_nth_unstable_by(top_k - 1, order);
+            ranked.truncate(top_k);
+        }
+        ranked.sort_by(order);
         if ranked.len() < top_k {
-            let matched: std::collections::HashSet<usize> = ranked.iter().map(|r| r.0).collect();
-            let fill = (0..self.docs.len()).filter(|d| !matched.contains(d)).take(top_k - ranked.len());
+            let mut matched = vec![false; self.docs.len()];
+            for &(d, _) in &ranked {
+                matched[d] = true;
+            }
+            let fill = (0..self.docs.len()).filter(|&d| !matched[d]).take(top_k - ranked.len());
             ranked.extend(fill.map(|d| (d, 0.0)).collect::<Vec<_>>());
         }
         ranked

@@ -172,7 +172,9 @@ async fn rank_projection(
     let dataset = ctx.dataset.id;
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
+    let read = std::time::Instant::now();
     let core = if ids.is_empty() { Subgraph::default() } else { ctx.graph.neighborhood(dataset, &ids, 0).await? };
+    let read_ms = read.elapsed().as_secs_f64() * 1e3;
     let first = rank_triplets(core.clone(), node_distance, edge_distance, params);
     let threshold = match first.last() {
         Some(last) if first.len() >= params.top_k => last.score,
@@ -190,6 +192,7 @@ async fn rank_projection(
         core_edges = core.edges.len(),
         expanded = expand.len(),
         threshold,
+        read_ms,
         "pruned projection"
     );
     if expand.is_empty() && !first.is_empty() {
