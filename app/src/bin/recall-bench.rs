@@ -167,12 +167,20 @@ async fn main() -> recall_core::Result<()> {
     ] {
         let mut g = Gen(42);
         let mut latencies = Vec::with_capacity(queries);
+        // Per-stage wall times, from what `recall_explained` reports.
+        let mut stages: Vec<(String, Vec<f64>)> = Vec::new();
         for _ in 0..queries {
             let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
             let request = RecallRequest::new(q).query_type(search_type).top_k(10).only_context(only_context);
             let t = Instant::now();
-            let results = engine.recall(&request).await?;
+            let (results, explain) = engine.recall_explained(&request).await?;
             latencies.push(t.elapsed());
+            for timing in explain.timings_ms {
+                match stages.iter_mut().find(|(name, _)| *name == timing.stage) {
+                    Some((_, times)) => times.push(timing.ms),
+                    None => stages.push((timing.stage, vec![timing.ms])),
+                }
+            }
             if results.is_empty() {
                 return Err(recall_core::RecallError::backend_msg(format!("a {label} recall returned nothing")));
             }
@@ -186,6 +194,14 @@ async fn main() -> recall_core::Result<()> {
             latencies.last().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0),
             queries
         );
+        let parts: Vec<String> = stages
+            .iter_mut()
+            .map(|(name, times)| {
+                times.sort_by(f64::total_cmp);
+                format!("{name} {:.2}", times[times.len() / 2])
+            })
+            .collect();
+        println!("    stage p50 (ms): {}", parts.join(", "));
     }
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
