@@ -92,7 +92,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     let relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
     let graph = build_graph_store(settings, &db).await?;
     let vector_uri = settings.vector_uri();
-    let vectors = build_vector_store(&vector_uri, settings.vector_index_threshold).await?;
+    let vectors = build_vector_store(&vector_uri, settings).await?;
     let embedder = build_embedder(settings)?;
     let llm = build_llm(settings)?;
     let active = ActiveAdapters {
@@ -205,13 +205,18 @@ pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), Str
 }
 
 #[cfg(feature = "lancedb")]
-async fn build_vector_store(uri: &str, index_threshold: usize) -> Result<Arc<dyn VectorStore>> {
+async fn build_vector_store(uri: &str, settings: &Settings) -> Result<Arc<dyn VectorStore>> {
     let store = recall_lancedb::LanceVectorStore::connect(uri).await?;
-    Ok(Arc::new(store.with_index_threshold((index_threshold > 0).then_some(index_threshold))))
+    let threshold = settings.vector_index_threshold;
+    Ok(Arc::new(
+        store
+            .with_index_threshold((threshold > 0).then_some(threshold))
+            .with_cache_budget(settings.vector_cache_mb.saturating_mul(1 << 20)),
+    ))
 }
 
 #[cfg(not(feature = "lancedb"))]
-async fn build_vector_store(uri: &str, _index_threshold: usize) -> Result<Arc<dyn VectorStore>> {
+async fn build_vector_store(uri: &str, _settings: &Settings) -> Result<Arc<dyn VectorStore>> {
     Err(RecallError::invalid_input(format!("vector_url '{uri}' needs the `lancedb` feature, which this build lacks")))
 }
 

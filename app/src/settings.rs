@@ -77,6 +77,8 @@ pub struct Settings {
     pub vector_url: String,
     /// Rows from which a LanceDB collection gets an approximate vector index (0: never).
     pub vector_index_threshold: usize,
+    /// MiB the LanceDB search cache may hold (0: off).
+    pub vector_cache_mb: usize,
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_endpoint: String,

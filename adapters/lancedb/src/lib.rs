@@ -3,18 +3,23 @@
 //! filters on, cosine distance, and the embedding model and width recorded in
 //! the table's schema metadata.
 
+mod cache;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use cache::{CachedRow, CollectionCache};
+
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{
-    Array, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StringArray,
+    Array, FixedSizeListArray, Float32Array, ListArray, RecordBatch, RecordBatchIterator, RecordBatchReader,
+    StringArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use lancedb::index::vector::IvfHnswSqIndexBuilder;
-use lancedb::index::Index;
+use lancedb::index::{Index, IndexConfig};
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
 use lancedb::{Connection, DistanceType, Table};
@@ -93,6 +98,20 @@ pub struct LanceVectorStore {
     /// One writer per collection: Lance commits are optimistic, and serialising
     /// our own writers avoids conflict retries.
     write_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Bytes the search cache may hold (0: every search goes to LanceDB).
+    cache_budget: usize,
+    /// Collections held in memory for search (see `cache`), or left to LanceDB.
+    caches: Mutex<HashMap<String, CacheSlot>>,
+}
+
+/// The default search cache budget: 1 GiB.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+#[derive(Clone)]
+enum CacheSlot {
+    Loaded(Arc<CollectionCache>),
+    /// Past the budget: searched in LanceDB.
+    Skipped,
 }
 
 impl LanceVectorStore {
@@ -104,7 +123,107 @@ impl LanceVectorStore {
             index_threshold: Some(DEFAULT_INDEX_THRESHOLD),
             tables: Mutex::new(HashMap::new()),
             write_locks: Mutex::new(HashMap::new()),
+            cache_budget: DEFAULT_CACHE_BYTES,
+            caches: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Sets the bytes the search cache may hold (0 turns it off).
+    pub fn with_cache_budget(mut self, bytes: usize) -> Self {
+        self.cache_budget = bytes;
+        self
+    }
+
+    /// Whether a collection is searched in memory (it has been searched once
+    /// and fits the budget).
+    pub async fn is_cached(&self, collection: &str) -> bool {
+        matches!(self.caches.lock().await.get(collection), Some(CacheSlot::Loaded(_)))
+    }
+
+    async fn loaded_cache(&self, collection: &str) -> Option<Arc<CollectionCache>> {
+        let slot = self.caches.lock().await.get(collection).cloned();
+        match slot {
+            Some(CacheSlot::Loaded(cache)) => Some(cache),
+            _ => None,
+        }
+    }
+
+    /// The collection's search cache, loading it on first use if it fits the
+    /// budget. Loads under the collection's write lock, so no write lands
+    /// between the scan and the cache going live; writers update it after
+    /// each commit under the same lock.
+    async fn cache(
+        &self,
+        collection: &str,
+        table: &Table,
+        spec: &EmbeddingSpec,
+    ) -> Result<Option<Arc<CollectionCache>>> {
+        if self.cache_budget == 0 {
+            return Ok(None);
+        }
+        let slot = self.caches.lock().await.get(collection).cloned();
+        match slot {
+            Some(CacheSlot::Loaded(cache)) => return Ok(Some(cache)),
+            Some(CacheSlot::Skipped) => return Ok(None),
+            None => {}
+        }
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        // Another task may have loaded it while we waited.
+        let slot = self.caches.lock().await.get(collection).cloned();
+        match slot {
+            Some(CacheSlot::Loaded(cache)) => return Ok(Some(cache)),
+            Some(CacheSlot::Skipped) => return Ok(None),
+            None => {}
+        }
+        let used = self.cached_bytes().await;
+        let rows = table.count_rows(None).await.map_err(lance_err)?;
+        // Vectors alone, before reading anything: a collection that cannot fit is never scanned.
+        if used + rows * spec.dimensions * 4 > self.cache_budget {
+            self.skip_cache(collection, rows).await;
+            return Ok(None);
+        }
+        let started = std::time::Instant::now();
+        let loaded = Arc::new(CollectionCache::new(spec.dimensions, scan_rows(table, spec.dimensions).await?));
+        if used + loaded.bytes() > self.cache_budget {
+            self.skip_cache(collection, rows).await;
+            return Ok(None);
+        }
+        tracing::debug!(collection, rows, ms = started.elapsed().as_secs_f64() * 1e3, "search cache loaded");
+        self.caches.lock().await.insert(collection.to_string(), CacheSlot::Loaded(Arc::clone(&loaded)));
+        Ok(Some(loaded))
+    }
+
+    async fn cached_bytes(&self) -> usize {
+        let loaded: Vec<Arc<CollectionCache>> = self
+            .caches
+            .lock()
+            .await
+            .values()
+            .filter_map(|slot| match slot {
+                CacheSlot::Loaded(cache) => Some(Arc::clone(cache)),
+                CacheSlot::Skipped => None,
+            })
+            .collect();
+        loaded.iter().map(|c| c.bytes()).sum()
+    }
+
+    async fn skip_cache(&self, collection: &str, rows: usize) {
+        tracing::info!(
+            collection,
+            rows,
+            budget = self.cache_budget,
+            "collection past the search cache budget; searched in LanceDB"
+        );
+        self.caches.lock().await.insert(collection.to_string(), CacheSlot::Skipped);
+    }
+
+    /// After a committed write: a cache that outgrew the budget is dropped.
+    async fn check_cache_budget(&self, collection: &str, cache: &CollectionCache) {
+        let total = self.cached_bytes().await;
+        if total > self.cache_budget {
+            self.skip_cache(collection, cache.rows()).await;
+        }
     }
 
     /// Sets the row count from which a collection is indexed (`None`: never).
@@ -116,8 +235,7 @@ impl LanceVectorStore {
     /// Whether a collection has its approximate vector index.
     pub async fn has_vector_index(&self, collection: &str) -> Result<bool> {
         let Some((table, _)) = self.open(collection).await? else { return Ok(false) };
-        let indices = table.list_indices().await.map_err(lance_err)?;
-        Ok(indices.iter().any(|i| i.columns.iter().any(|c| c == "vector")))
+        Ok(vector_index(&table).await?.is_some())
     }
 
     /// A collection's data files (fragments) and vector index segments (0
@@ -125,8 +243,7 @@ impl LanceVectorStore {
     pub async fn layout(&self, collection: &str) -> Result<Option<(usize, usize)>> {
         let Some((table, _)) = self.open(collection).await? else { return Ok(None) };
         let fragments = table.stats().await.map_err(lance_err)?.fragment_stats.num_fragments;
-        let indices = table.list_indices().await.map_err(lance_err)?;
-        let segments = match indices.iter().find(|i| i.columns.iter().any(|c| c == "vector")) {
+        let segments = match vector_index(&table).await? {
             Some(index) => table
                 .index_stats(&index.name)
                 .await
@@ -157,8 +274,7 @@ impl LanceVectorStore {
                 .map_err(lance_err)?;
         }
         let Some(threshold) = self.index_threshold else { return Ok(()) };
-        let indices = table.list_indices().await.map_err(lance_err)?;
-        match indices.iter().find(|i| i.columns.iter().any(|c| c == "vector")) {
+        match vector_index(table).await? {
             None => {
                 if stats.num_rows >= threshold {
                     let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
@@ -212,6 +328,12 @@ impl LanceVectorStore {
     }
 }
 
+/// The table's index on the `vector` column, if it has one.
+async fn vector_index(table: &Table) -> Result<Option<IndexConfig>> {
+    let indices = table.list_indices().await.map_err(lance_err)?;
+    Ok(indices.into_iter().find(|i| i.columns.iter().any(|c| c == "vector")))
+}
+
 fn mismatch(dataset: DatasetId, stored: &EmbeddingSpec, model: &str, dims: usize) -> RecallError {
     RecallError::embedding_mismatch(dataset, stored, model, dims)
 }
@@ -242,6 +364,54 @@ fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[Vecto
         vec![Arc::new(ids), Arc::new(datasets), Arc::new(vectors), Arc::new(payloads), Arc::new(sets.finish())],
     )
     .map_err(arrow_err)
+}
+
+/// Every row of a table, for the search cache.
+async fn scan_rows(table: &Table, dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
+    let batches: Vec<RecordBatch> = table
+        .query()
+        .select(Select::columns(&["id", "dataset_id", "vector", "payload", "belongs_to_set"]))
+        .execute()
+        .await
+        .map_err(lance_err)?
+        .try_collect()
+        .await
+        .map_err(lance_err)?;
+    let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+    for batch in &batches {
+        let ids = string_column(batch, "id")?;
+        let datasets = string_column(batch, "dataset_id")?;
+        let payloads = string_column(batch, "payload")?;
+        let vectors = batch
+            .column_by_name("vector")
+            .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+            .ok_or_else(|| RecallError::backend_msg("LanceDB row has no vector column"))?;
+        let values = vectors
+            .values()
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .ok_or_else(|| RecallError::backend_msg("LanceDB vectors are not f32"))?;
+        let sets = batch.column_by_name("belongs_to_set").and_then(|c| c.as_any().downcast_ref::<ListArray>());
+        for i in 0..batch.num_rows() {
+            let corrupt = |e: uuid::Error| RecallError::backend_msg(format!("corrupt id in LanceDB: {e}"));
+            let id = Uuid::parse_str(ids.value(i)).map_err(corrupt)?;
+            let dataset = DatasetId(Uuid::parse_str(datasets.value(i)).map_err(corrupt)?);
+            let offset = vectors.value_offset(i) as usize;
+            let vector = values.values()[offset..offset + dims].to_vec();
+            let tags = match sets {
+                Some(list) if !list.is_null(i) => {
+                    let tags = list.value(i);
+                    tags.as_any()
+                        .downcast_ref::<StringArray>()
+                        .map(|s| s.iter().flatten().map(str::to_string).collect())
+                        .unwrap_or_default()
+                }
+                _ => Vec::new(),
+            };
+            rows.push((dataset, CachedRow { id, vector, payload: payloads.value(i).into(), sets: tags }));
+        }
+    }
+    Ok(rows)
 }
 
 fn string_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
@@ -298,6 +468,9 @@ impl VectorStore for LanceVectorStore {
         let Some((table, _)) = self.open(collection).await? else {
             return Ok(false);
         };
+        if let Some(cache) = self.loaded_cache(collection).await {
+            return Ok(cache.has_rows(dataset));
+        }
         let batches: Vec<RecordBatch> = table
             .query()
             .only_if(dataset_filter(dataset))
@@ -332,6 +505,18 @@ impl VectorStore for LanceVectorStore {
         let mut merge = table.merge_insert(&["dataset_id", "id"]);
         merge.when_matched_update_all(None).when_not_matched_insert_all();
         merge.execute(reader).await.map_err(lance_err)?;
+        if let Some(cache) = self.loaded_cache(collection).await {
+            cache.upsert_rows(
+                unique
+                    .into_iter()
+                    .map(|r| {
+                        let payload = Value::Object(r.payload).to_string().into_boxed_str();
+                        (dataset, CachedRow { id: r.id, vector: r.vector, payload, sets: r.belongs_to_set })
+                    })
+                    .collect(),
+            );
+            self.check_cache_budget(collection, &cache).await;
+        }
         self.maintain(&table).await
     }
 
@@ -348,6 +533,9 @@ impl VectorStore for LanceVectorStore {
         };
         if query.len() != spec.dimensions {
             return Err(mismatch(dataset, &spec, "<query vector>", query.len()));
+        }
+        if let Some(cache) = self.cache(collection, &table, &spec).await? {
+            return Ok(cache.search(dataset, query, limit, filter).await);
         }
         let mut predicate = dataset_filter(dataset);
         if let Some(f) = filter {
@@ -424,6 +612,9 @@ impl VectorStore for LanceVectorStore {
                 .delete(format!("{} AND id IN ({list})", dataset_filter(dataset)).as_str())
                 .await
                 .map_err(lance_err)?;
+            if let Some(cache) = self.loaded_cache(collection).await {
+                cache.remove(dataset, chunk);
+            }
         }
         Ok(())
     }
@@ -435,6 +626,9 @@ impl VectorStore for LanceVectorStore {
                 let lock = self.write_lock(&name).await;
                 let _guard = lock.lock().await;
                 table.delete(dataset_filter(dataset).as_str()).await.map_err(lance_err)?;
+                if let Some(cache) = self.loaded_cache(&name).await {
+                    cache.remove_dataset(dataset);
+                }
             }
         }
         Ok(())

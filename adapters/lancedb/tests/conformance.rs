@@ -18,6 +18,19 @@ async fn lancedb_vector_store_conforms() {
     vector_store_conformance(Arc::new(store), "Lance").await;
 }
 
+/// A distinct pseudo-random 8-dimensional vector per seed (xorshift).
+fn pseudo_random_vector(seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (0..8)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 10_000) as f32 / 10_000.0 - 0.5
+        })
+        .collect()
+}
+
 /// Past the threshold a collection is indexed (IVF_HNSW_SQ); results stay
 /// exact cosine distances of the dataset's own rows, "all rows" stays exhaustive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,18 +41,7 @@ async fn lancedb_indexes_large_collections_and_stays_correct() {
     let store = LanceVectorStore::connect(dir.path().to_str().unwrap()).await.unwrap().with_index_threshold(Some(600));
     let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
     let (a, b) = (DatasetId(uuid::Uuid::new_v4()), DatasetId(uuid::Uuid::new_v4()));
-    // Distinct pseudo-random vectors (xorshift seeded by the row number).
-    let vector = |i: usize| -> Vec<f32> {
-        let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (0..8)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 10_000) as f32 / 10_000.0 - 0.5
-            })
-            .collect()
-    };
+    let vector = |i: usize| pseudo_random_vector(i as u64 + 1);
     let rows = |range: std::ops::Range<usize>| -> Vec<VectorRecord> {
         range
             .map(|i| VectorRecord {
@@ -105,17 +107,7 @@ async fn lancedb_compacts_small_writes_and_merges_index_segments() {
     let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
     let ds = DatasetId(uuid::Uuid::new_v4());
     store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
-    let vector = |i: usize| -> Vec<f32> {
-        let mut x = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (0..8)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 10_000) as f32 / 10_000.0 - 0.5
-            })
-            .collect()
-    };
+    let vector = |i: usize| pseudo_random_vector(i as u64 + 7);
     let mut max_fragments = 0;
     let mut max_segments = 0;
     let mut rows = 0;
@@ -145,4 +137,89 @@ async fn lancedb_compacts_small_writes_and_merges_index_segments() {
         assert_eq!(hits[0].payload["i"], probe, "the stored vector itself is the nearest");
         assert!(hits[0].score.abs() < 1e-5);
     }
+}
+
+/// The same suite with the search cache off: every search is a LanceDB query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lancedb_vector_store_conforms_without_search_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = LanceVectorStore::connect(dir.path().to_str().expect("utf8 path"))
+        .await
+        .expect("lancedb opens")
+        .with_index_threshold(None)
+        .with_cache_budget(0);
+    vector_store_conformance(Arc::new(store), "LanceNoCache").await;
+}
+
+/// A cached collection answers exactly what LanceDB answers after every kind
+/// of write (replace, insert, delete, dataset delete), and a collection past
+/// the budget is searched in LanceDB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lancedb_search_cache_follows_writes_and_budget() {
+    use recall_core::ports::{EmbeddingSpec, NodeSetFilter, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let uri = dir.path().to_str().unwrap().to_string();
+    let cached = LanceVectorStore::connect(&uri).await.unwrap().with_index_threshold(None);
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let (a, b) = (DatasetId(uuid::Uuid::new_v4()), DatasetId(uuid::Uuid::new_v4()));
+    let record = |i: usize, seed: u64| VectorRecord {
+        id: uuid::Uuid::from_u128(i as u128 + 1),
+        vector: pseudo_random_vector(seed),
+        payload: serde_json::json!({"i": i, "seed": seed}).as_object().cloned().unwrap(),
+        belongs_to_set: if i % 3 == 0 { vec!["third".to_string()] } else { vec![] },
+    };
+    for ds in [a, b] {
+        cached.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+    }
+    cached.upsert(a, "Thing_text", (0..300).map(|i| record(i, i as u64 + 1)).collect()).await.unwrap();
+    cached.upsert(b, "Thing_text", (300..350).map(|i| record(i, i as u64 + 1)).collect()).await.unwrap();
+    assert!(!cached.is_cached("Thing_text").await, "loaded on first search only");
+    assert_eq!(
+        cached.search(a, "Thing_text", &pseudo_random_vector(5), Some(1), None).await.unwrap()[0].payload["i"],
+        4
+    );
+    assert!(cached.is_cached("Thing_text").await);
+
+    // Writes after the load: replace row 4's vector, add rows, delete rows.
+    cached.upsert(a, "Thing_text", vec![record(4, 9_999), record(400, 5)]).await.unwrap();
+    cached.upsert(a, "Thing_text", (401..420).map(|i| record(i, i as u64 + 1)).collect()).await.unwrap();
+    let doomed: Vec<uuid::Uuid> = [7usize, 8, 299, 410].iter().map(|i| uuid::Uuid::from_u128(*i as u128 + 1)).collect();
+    cached.delete(a, "Thing_text", &doomed).await.unwrap();
+
+    // A second store on the same directory, with no cache, is the reference.
+    let reference = LanceVectorStore::connect(&uri).await.unwrap().with_index_threshold(None).with_cache_budget(0);
+    let third = Some(NodeSetFilter::Any(vec!["third".to_string()]));
+    for (seed, limit, filter) in
+        [(5u64, Some(10), None), (9_999, Some(3), None), (123, None, None), (77, Some(20), third.clone())]
+    {
+        for ds in [a, b] {
+            let q = pseudo_random_vector(seed);
+            let got = cached.search(ds, "Thing_text", &q, limit, filter.clone()).await.unwrap();
+            let want = reference.search(ds, "Thing_text", &q, limit, filter.clone()).await.unwrap();
+            let ids = |hits: &[recall_core::ports::ScoredResult]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
+            assert_eq!(ids(&got), ids(&want), "seed {seed}, limit {limit:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g.score - w.score).abs() < 1e-5, "{} vs {}", g.score, w.score);
+                assert_eq!(g.payload, w.payload);
+            }
+        }
+    }
+    // Row 400 took row 4's old vector (seed 5); row 4 moved away.
+    let top = cached.search(a, "Thing_text", &pseudo_random_vector(5), Some(1), None).await.unwrap();
+    assert_eq!(top[0].payload["i"], 400);
+    assert!(top[0].score.abs() < 1e-5);
+
+    cached.delete_dataset(b).await.unwrap();
+    assert!(cached.search(b, "Thing_text", &pseudo_random_vector(1), None, None).await.unwrap().is_empty());
+    assert!(!cached.has_collection(b, "Thing_text").await.unwrap());
+    assert!(cached.has_collection(a, "Thing_text").await.unwrap());
+
+    // 1 KiB cannot hold 315 rows: searched in LanceDB, same answers.
+    let small = LanceVectorStore::connect(&uri).await.unwrap().with_index_threshold(None).with_cache_budget(1024);
+    let q = pseudo_random_vector(42);
+    let got = small.search(a, "Thing_text", &q, Some(5), None).await.unwrap();
+    assert!(!small.is_cached("Thing_text").await);
+    let want = cached.search(a, "Thing_text", &q, Some(5), None).await.unwrap();
+    assert_eq!(got.iter().map(|h| h.id).collect::<Vec<_>>(), want.iter().map(|h| h.id).collect::<Vec<_>>());
 }
