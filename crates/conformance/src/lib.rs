@@ -205,8 +205,8 @@ async fn graph_large_batch(store: &dyn GraphStore, n: usize) {
     let sub = store.neighborhood(ds, &[mid], 1).await.unwrap();
     assert_eq!(sub.nodes.len(), 3);
 
-    // Depth 0 over thousands of seeds (batched reads, and past 4 000 seeds
-    // the SQL adapter's other path): exactly the edges with both ends seeded.
+    // Depth 0 over thousands of seeds (one id-set parameter in SQL, batched
+    // lists elsewhere): exactly the edges with both ends seeded.
     let skips: Vec<Edge> = nodes.windows(3).map(|p| Edge::new(p[0].id, "skip", p[2].id)).collect();
     store.upsert_edges(ds, &skips).await.unwrap();
     let m = n.min(4_600);
