@@ -167,7 +167,7 @@ async fn rank_projection(
 ) -> Result<Vec<Triplet>> {
     if params.neighborhood_depth.is_some() || params.node_filter.is_some() {
         let fragment = project(ctx, params, node_distance).await?;
-        return Ok(rank_triplets(fragment, node_distance, edge_distance, params));
+        return Ok(rank_triplets(&fragment, node_distance, edge_distance, params));
     }
     let dataset = ctx.dataset.id;
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
@@ -175,7 +175,7 @@ async fn rank_projection(
     let read = std::time::Instant::now();
     let core = if ids.is_empty() { Subgraph::default() } else { ctx.graph.neighborhood(dataset, &ids, 0).await? };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
-    let first = rank_triplets(core.clone(), node_distance, edge_distance, params);
+    let first = rank_triplets(&core, node_distance, edge_distance, params);
     let threshold = match first.last() {
         Some(last) if first.len() >= params.top_k => last.score,
         _ => f64::INFINITY,
@@ -208,7 +208,7 @@ async fn rank_projection(
         // Nothing touches the hits: Cognee ranks the whole graph.
         fragment = ctx.graph.get_graph(dataset).await?;
     }
-    Ok(rank_triplets(fragment, node_distance, edge_distance, params))
+    Ok(rank_triplets(&fragment, node_distance, edge_distance, params))
 }
 
 /// Rounding slack when comparing a bound with a ranked score (sums of the
@@ -283,14 +283,15 @@ fn element_score(distance: f64, importance: f64, feedback: f64, params: &Triplet
     d
 }
 
+/// Ranks a fragment's triplets by reference; only the `top_k` winners are cloned.
 fn rank_triplets(
-    fragment: Subgraph,
+    fragment: &Subgraph,
     node_distance: &HashMap<Uuid, f64>,
     edge_distance: &HashMap<Uuid, f64>,
     params: &TripletSearch,
 ) -> Vec<Triplet> {
-    let mut nodes: HashMap<Uuid, Node> = HashMap::with_capacity(fragment.nodes.len());
-    for n in fragment.nodes {
+    let mut nodes: HashMap<Uuid, &Node> = HashMap::with_capacity(fragment.nodes.len());
+    for n in &fragment.nodes {
         nodes.entry(n.id).or_insert(n);
     }
     let node_scores: HashMap<Uuid, f64> =
@@ -325,8 +326,8 @@ fn rank_triplets(
         .into_iter()
         .filter_map(|(score, i)| {
             let edge = fragment.edges[i].clone();
-            let node1 = nodes.get(&edge.source_node_id)?.clone();
-            let node2 = nodes.get(&edge.target_node_id)?.clone();
+            let node1 = (*nodes.get(&edge.source_node_id)?).clone();
+            let node2 = (*nodes.get(&edge.target_node_id)?).clone();
             Some(Triplet { node1, edge, node2, score })
         })
         .collect()
@@ -360,7 +361,7 @@ mod tests {
         let mut nd = HashMap::new();
         nd.insert(a.id, 0.2);
         nd.insert(b.id, 0.4);
-        let out = rank_triplets(fragment, &nd, &HashMap::new(), &params());
+        let out = rank_triplets(&fragment, &nd, &HashMap::new(), &params());
         assert_eq!(out.len(), 2);
         // a–b: 1.5·0.2 + 1.5·0.4 + 1.5·6.5
         assert!((out[0].score - (0.3 + 0.6 + 9.75)).abs() < 1e-9);
