@@ -167,7 +167,7 @@ async fn lancedb_search_cache_follows_writes_and_budget() {
         id: uuid::Uuid::from_u128(i as u128 + 1),
         vector: pseudo_random_vector(seed),
         payload: serde_json::json!({"i": i, "seed": seed}).as_object().cloned().unwrap(),
-        belongs_to_set: if i % 3 == 0 { vec!["third".to_string()] } else { vec![] },
+        belongs_to_set: if i.is_multiple_of(3) { vec!["third".to_string()] } else { vec![] },
     };
     for ds in [a, b] {
         cached.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
