@@ -16,7 +16,6 @@ use std::sync::{Arc, RwLock};
 
 use recall_core::ports::{NodeSetFilter, ScoredResult};
 use recall_core::DatasetId;
-use serde_json::{Map, Value};
 use simsimd::SpatialSimilarity;
 use uuid::Uuid;
 
@@ -181,11 +180,7 @@ impl FlatIndex {
     }
 
     fn hit(&self, (score, row): (f64, usize)) -> ScoredResult {
-        let payload = match serde_json::from_str(&self.payloads[row]) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        ScoredResult { id: self.ids[row], score, payload }
+        ScoredResult { id: self.ids[row], score, payload: crate::parse_payload(&self.payloads[row]) }
     }
 }
 

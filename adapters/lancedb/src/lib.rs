@@ -372,17 +372,33 @@ fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[Vecto
     .map_err(arrow_err)
 }
 
+/// Runs a query and collects its record batches.
+async fn collect_batches(query: impl ExecutableQuery) -> Result<Vec<RecordBatch>> {
+    query.execute().await.map_err(lance_err)?.try_collect().await.map_err(lance_err)
+}
+
+fn parse_id(text: &str) -> Result<Uuid> {
+    Uuid::parse_str(text).map_err(|e| RecallError::backend_msg(format!("corrupt id in LanceDB: {e}")))
+}
+
+/// A stored payload; anything but a JSON object reads as an empty one.
+pub(crate) fn parse_payload(text: &str) -> Map<String, Value> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
 /// Every row of a table, for the search cache.
 async fn scan_rows(table: &Table, dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
-    let batches: Vec<RecordBatch> = table
-        .query()
-        .select(Select::columns(&["id", "dataset_id", "vector", "payload", "belongs_to_set"]))
-        .execute()
-        .await
-        .map_err(lance_err)?
-        .try_collect()
-        .await
-        .map_err(lance_err)?;
+    let batches = collect_batches(table.query().select(Select::columns(&[
+        "id",
+        "dataset_id",
+        "vector",
+        "payload",
+        "belongs_to_set",
+    ])))
+    .await?;
     let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
     for batch in &batches {
         let ids = string_column(batch, "id")?;
@@ -399,9 +415,8 @@ async fn scan_rows(table: &Table, dims: usize) -> Result<Vec<(DatasetId, CachedR
             .ok_or_else(|| RecallError::backend_msg("LanceDB vectors are not f32"))?;
         let sets = batch.column_by_name("belongs_to_set").and_then(|c| c.as_any().downcast_ref::<ListArray>());
         for i in 0..batch.num_rows() {
-            let corrupt = |e: uuid::Error| RecallError::backend_msg(format!("corrupt id in LanceDB: {e}"));
-            let id = Uuid::parse_str(ids.value(i)).map_err(corrupt)?;
-            let dataset = DatasetId(Uuid::parse_str(datasets.value(i)).map_err(corrupt)?);
+            let id = parse_id(ids.value(i))?;
+            let dataset = DatasetId(parse_id(datasets.value(i))?);
             let offset = vectors.value_offset(i) as usize;
             let vector = values.values()[offset..offset + dims].to_vec();
             let tags = match sets {
@@ -477,17 +492,9 @@ impl VectorStore for LanceVectorStore {
         if let Some(cache) = self.loaded_cache(collection).await {
             return Ok(cache.has_rows(dataset));
         }
-        let batches: Vec<RecordBatch> = table
-            .query()
-            .only_if(dataset_filter(dataset))
-            .select(Select::columns(&["id"]))
-            .limit(1)
-            .execute()
-            .await
-            .map_err(lance_err)?
-            .try_collect()
-            .await
-            .map_err(lance_err)?;
+        let batches =
+            collect_batches(table.query().only_if(dataset_filter(dataset)).select(Select::columns(&["id"])).limit(1))
+                .await?;
         Ok(batches.iter().any(|b| b.num_rows() > 0))
     }
 
@@ -572,8 +579,7 @@ impl VectorStore for LanceVectorStore {
         if exhaustive {
             vector_query = vector_query.bypass_vector_index();
         }
-        let batches: Vec<RecordBatch> =
-            vector_query.execute().await.map_err(lance_err)?.try_collect().await.map_err(lance_err)?;
+        let batches = collect_batches(vector_query).await?;
         let mut hits = Vec::new();
         for batch in &batches {
             let ids = string_column(batch, "id")?;
@@ -583,12 +589,8 @@ impl VectorStore for LanceVectorStore {
                 .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
                 .ok_or_else(|| RecallError::backend_msg("LanceDB result has no _distance column"))?;
             for i in 0..batch.num_rows() {
-                let id = Uuid::parse_str(ids.value(i))
-                    .map_err(|e| RecallError::backend_msg(format!("corrupt id in LanceDB: {e}")))?;
-                let payload = match serde_json::from_str(payloads.value(i)) {
-                    Ok(Value::Object(m)) => m,
-                    _ => Map::new(),
-                };
+                let id = parse_id(ids.value(i))?;
+                let payload = parse_payload(payloads.value(i));
                 hits.push(ScoredResult { id, score: f64::from(distances.value(i)), payload });
             }
         }
