@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use axum::routing::post;
 use axum::{Json, Router};
-use recall_core::ports::RelationalPorts;
+use recall_core::ports::{GraphStore, RelationalPorts};
 use recall_core::{DatasetId, Node, RecallError, RecallResponse, ResponseGraphEntry, SearchType};
 use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
 use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, RememberInput};
@@ -627,6 +627,8 @@ async fn pruned_triplet_search_equals_ranking_the_whole_projection() {
     engine.remember("d", &docs).await.unwrap();
     let user = engine.relational().users.find_user("default_user@example.com").await.unwrap().unwrap();
     let dataset = engine.relational().datasets.readable_datasets(&user).await.unwrap().remove(0);
+    let stored = graph.get_graph(dataset.id).await.unwrap();
+    assert!(stored.edges.iter().any(|e| e.properties.contains_key("document_ids")), "relations carry provenance");
     let ctx = RetrievalContext { dataset, graph, vectors, embedder, llm: None, data_version: 0 };
     let params = |top_k: usize, wide: usize, penalty: f64| TripletSearch {
         top_k,
@@ -643,6 +645,10 @@ async fn pruned_triplet_search_equals_ranking_the_whole_projection() {
             // With top_k past every edge, nothing can be pruned: the reference.
             let all = brute_force_triplet_search(&ctx, query, &params(1_000_000, wide, penalty)).await.unwrap();
             assert!(all.len() > 20, "{query}: the projection has {} triplets", all.len());
+            assert!(
+                all.iter().all(|t| !t.edge.properties.contains_key("document_ids")),
+                "the memory fragment projects Cognee's edge properties, never the provenance"
+            );
             for k in [1, 3, 5, 10, 20] {
                 let top = brute_force_triplet_search(&ctx, query, &params(k, wide, penalty)).await.unwrap();
                 let key =

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{EdgeKey, GraphStore};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
 use recall_core::{DatasetId, Edge, Node, Result, Subgraph};
 use tokio::sync::RwLock;
 use uuid::Uuid;
@@ -57,7 +57,13 @@ impl GraphStore for MemoryGraphStore {
         Ok(ids.iter().filter_map(|id| part.nodes.get(id).cloned()).collect())
     }
 
-    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph> {
+    async fn neighborhood(
+        &self,
+        dataset: DatasetId,
+        seeds: &[Uuid],
+        depth: usize,
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
         let parts = self.partitions.read().await;
         let Some(part) = parts.get(&dataset) else {
             return Ok(Subgraph::default());
@@ -81,12 +87,13 @@ impl GraphStore for MemoryGraphStore {
             frontier = next;
         }
         let nodes = part.nodes.values().filter(|n| reached.contains(&n.id)).cloned().collect();
-        let edges = part
+        let mut edges: Vec<Edge> = part
             .edges
             .values()
             .filter(|e| reached.contains(&e.source_node_id) && reached.contains(&e.target_node_id))
             .cloned()
             .collect();
+        edge_properties.apply(&mut edges);
         Ok(Subgraph { nodes, edges })
     }
 

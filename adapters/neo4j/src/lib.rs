@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use neo4rs::{query, BoltType, Graph};
-use recall_core::ports::{EdgeKey, GraphStore};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -352,7 +352,13 @@ impl GraphStore for Neo4jGraphStore {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
-    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph> {
+    async fn neighborhood(
+        &self,
+        dataset: DatasetId,
+        seeds: &[Uuid],
+        depth: usize,
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
         let found = self.get_nodes(dataset, seeds).await?;
         let mut reached: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
         let mut frontier: Vec<Uuid> = reached.iter().copied().collect();
@@ -387,6 +393,8 @@ impl GraphStore for Neo4jGraphStore {
             let found = self.edges_where(dataset, "WHERE a.id IN $ids", vec![("ids", id_list(chunk))]).await?;
             edges.extend(found.into_iter().filter(|e| reached.contains(&e.target_node_id)));
         }
+        // Properties are one map per relationship in Neo4j: projected here.
+        edge_properties.apply(&mut edges);
         Ok(Subgraph { nodes, edges })
     }
 

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{EdgeKey, GraphStore};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
 use serde_json::{Map, Value as Json};
@@ -50,42 +50,137 @@ fn node_from_row(row: &QueryResult) -> Result<Node> {
     Ok(Node { id: parse_uuid(&id)?, node_type, properties: parse_map(&props)? })
 }
 
+/// The edge property kept in a column of its own (`graph_edges.document_ids`,
+/// the table's last column): the documents that stated an entity-to-entity
+/// fact. It is read back into `properties` only when asked for; a search
+/// never reads it, and SQLite then never touches the overflow pages a large
+/// list spills into.
+const PROVENANCE: &str = "document_ids";
+
+/// An edge's properties as stored: without the provenance, which is returned
+/// apart as JSON text.
+fn split_provenance(edge: &Edge) -> (String, Option<String>) {
+    match edge.properties.get(PROVENANCE) {
+        None => (json_text(&edge.properties), None),
+        Some(docs) => {
+            let mut rest = edge.properties.clone();
+            rest.remove(PROVENANCE);
+            (json_text(&rest), Some(docs.to_string()))
+        }
+    }
+}
+
+/// A stored edge back as the domain's: the provenance (when read) joins the
+/// properties, then the projection applies.
+fn edge_from_parts(
+    (source, relationship_name, target, edge_text, props, provenance): EdgeParts,
+    projection: EdgeProjection,
+) -> Result<Edge> {
+    let mut properties = match props {
+        Json::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let Some(docs) = provenance.filter(|d| !d.is_null()) {
+        properties.insert(PROVENANCE.into(), docs);
+    }
+    let mut edge = Edge {
+        source_node_id: parse_uuid(&source)?,
+        target_node_id: parse_uuid(&target)?,
+        relationship_name,
+        edge_text,
+        properties,
+    };
+    projection.apply(std::slice::from_mut(&mut edge));
+    Ok(edge)
+}
+
+/// (source, relationship, target, edge_text, properties, provenance).
+type EdgeParts = (String, String, String, Option<String>, Json, Option<Json>);
+
 fn edge_from_row(row: &QueryResult) -> Result<Edge> {
     let source: String = row.try_get("", "source_id").map_err(db_err)?;
     let target: String = row.try_get("", "target_id").map_err(db_err)?;
     let relationship_name: String = row.try_get("", "relationship_name").map_err(db_err)?;
     let edge_text: Option<String> = row.try_get("", "edge_text").map_err(db_err)?;
     let props: String = row.try_get("", "properties").map_err(db_err)?;
-    Ok(Edge {
-        source_node_id: parse_uuid(&source)?,
-        target_node_id: parse_uuid(&target)?,
-        relationship_name,
-        edge_text,
-        properties: parse_map(&props)?,
-    })
+    let provenance: Option<String> = row.try_get("", PROVENANCE).map_err(db_err)?;
+    let provenance = provenance
+        .map(|d| serde_json::from_str(&d))
+        .transpose()
+        .map_err(|e| RecallError::backend_msg(format!("corrupt document_ids in graph tables: {e}")))?;
+    edge_from_parts(
+        (source, relationship_name, target, edge_text, Json::Object(parse_map(&props)?), provenance),
+        EdgeProjection::All,
+    )
 }
 
 impl SqlGraphStore {
     /// Edges of a dataset with an endpoint among `ids` (`column` is source_id or target_id).
-    async fn edges_touching(&self, dataset: DatasetId, ids: &[Uuid], column: &str) -> Result<Vec<Edge>> {
+    async fn edges_touching(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        column: &str,
+        projection: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!("{} WHERE dataset_id = $1 AND {column} IN ({})", self.edge_rows_json(), self.db.id_set(2));
-        self.read_edges_json(&sql, vec![dataset.to_string().into(), id_array(ids)]).await
+        let sql = format!(
+            "{} WHERE dataset_id = $1 AND {column} IN ({})",
+            self.edge_rows_json(projection),
+            self.db.id_set(2)
+        );
+        self.read_edges_json(&sql, vec![dataset.to_string().into(), id_array(ids)], projection).await
+    }
+
+    /// The ids one edge away from `ids` (either direction), `ids` included
+    /// when an edge joins two of them: endpoints only, no edge rows.
+    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let agg = match self.db.backend() {
+            DbBackend::Postgres => "COALESCE(json_agg(id), '[]'::json)::text",
+            _ => "json_group_array(id)",
+        };
+        let set = self.db.id_set(2);
+        let sql = format!(
+            "SELECT {agg} AS rows FROM (SELECT target_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
+             source_id IN ({set}) UNION SELECT source_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
+             target_id IN ({set})) adjacent"
+        );
+        let values = vec![dataset.to_string().into(), id_array(ids)];
+        let Some(row) = self.db.conn.query_one_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? else {
+            return Ok(Vec::new());
+        };
+        let text: String = row.try_get("", "rows").map_err(db_err)?;
+        let found: Vec<String> = serde_json::from_str(&text)
+            .map_err(|e| RecallError::backend_msg(format!("corrupt edge rows in graph tables: {e}")))?;
+        found.iter().map(|id| parse_uuid(id)).collect()
     }
 
     /// The edges a WHERE clause selects, aggregated into one JSON array of
-    /// `[source, relationship, target, edge_text, properties]` rows: one
-    /// result row however many edges, where a row per edge costs ~10 µs in
-    /// the driver (a 2 000-edge search read took ~30 ms, most of it per row).
-    fn edge_rows_json(&self) -> &'static str {
-        match self.db.backend() {
-            DbBackend::Postgres => {
+    /// `[source, relationship, target, edge_text, properties, document_ids]`
+    /// rows: one result row however many edges, where a row per edge costs
+    /// ~10 µs in the driver (a 2 000-edge search read took ~30 ms, most of it
+    /// per row). The provenance column is read only when projected.
+    fn edge_rows_json(&self, projection: EdgeProjection) -> &'static str {
+        let provenance = projection.wants(PROVENANCE);
+        match (self.db.backend(), provenance) {
+            (DbBackend::Postgres, true) => {
+                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, edge_text, \
+                 properties::json, document_ids::json)), '[]'::json)::text AS rows FROM graph_edges"
+            }
+            (DbBackend::Postgres, false) => {
                 "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, edge_text, \
                  properties::json)), '[]'::json)::text AS rows FROM graph_edges"
             }
-            _ => {
+            (_, true) => {
+                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
+                 json(properties), json(document_ids))) AS rows FROM graph_edges"
+            }
+            (_, false) => {
                 "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
                  json(properties))) AS rows FROM graph_edges"
             }
@@ -93,26 +188,28 @@ impl SqlGraphStore {
     }
 
     /// Runs an [`Self::edge_rows_json`] statement.
-    async fn read_edges_json(&self, sql: &str, values: Vec<Value>) -> Result<Vec<Edge>> {
-        type Row = (String, String, String, Option<String>, Json);
+    async fn read_edges_json(&self, sql: &str, values: Vec<Value>, projection: EdgeProjection) -> Result<Vec<Edge>> {
         let Some(row) = self.db.conn.query_one_raw(self.db.stmt(sql, values)).await.map_err(db_err)? else {
             return Ok(Vec::new());
         };
         let text: String = row.try_get("", "rows").map_err(db_err)?;
-        let rows: Vec<Row> = serde_json::from_str(&text)
+        let rows: Vec<Vec<Json>> = serde_json::from_str(&text)
             .map_err(|e| RecallError::backend_msg(format!("corrupt edge rows in graph tables: {e}")))?;
         rows.into_iter()
-            .map(|(source, relationship_name, target, edge_text, props)| {
-                Ok(Edge {
-                    source_node_id: parse_uuid(&source)?,
-                    target_node_id: parse_uuid(&target)?,
-                    relationship_name,
-                    edge_text,
-                    properties: match props {
-                        Json::Object(m) => m,
-                        _ => Map::new(),
-                    },
-                })
+            .map(|row| {
+                let mut cells = row.into_iter();
+                let mut text_cell = |what: &str| match cells.next() {
+                    Some(Json::String(s)) => Ok(Some(s)),
+                    Some(Json::Null) | None => Ok(None),
+                    Some(other) => Err(RecallError::backend_msg(format!("corrupt {what} in graph tables: {other}"))),
+                };
+                let source = text_cell("source_id")?.unwrap_or_default();
+                let relationship = text_cell("relationship_name")?.unwrap_or_default();
+                let target = text_cell("target_id")?.unwrap_or_default();
+                let edge_text = text_cell("edge_text")?;
+                let props = cells.next().unwrap_or(Json::Null);
+                let provenance = cells.next();
+                edge_from_parts((source, relationship, target, edge_text, props, provenance), projection)
             })
             .collect()
     }
@@ -120,7 +217,7 @@ impl SqlGraphStore {
     /// Edges of a dataset with both endpoints among `ids`, filtered in SQL on
     /// both columns (the source by index, the target against the set), so an
     /// endpoint's other edges are never read.
-    async fn edges_between(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Edge>> {
+    async fn edges_between(&self, dataset: DatasetId, ids: &[Uuid], projection: EdgeProjection) -> Result<Vec<Edge>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -131,12 +228,12 @@ impl SqlGraphStore {
         let target = if self.db.backend() == DbBackend::Sqlite { "+target_id" } else { "target_id" };
         let sql = format!(
             "{} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
-            self.edge_rows_json(),
+            self.edge_rows_json(projection),
             self.db.id_set(2),
             self.db.id_set(3)
         );
         let set = id_array(ids);
-        self.read_edges_json(&sql, vec![dataset.to_string().into(), set.clone(), set]).await
+        self.read_edges_json(&sql, vec![dataset.to_string().into(), set.clone(), set], projection).await
     }
 }
 
@@ -189,19 +286,22 @@ impl GraphStore for SqlGraphStore {
         let txn = self.db.conn.begin().await.map_err(db_err)?;
         for chunk in edges.chunks(WRITE_BATCH) {
             let sql = format!(
-                "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties) \
-                 VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) DO UPDATE SET \
-                 edge_text = excluded.edge_text, properties = excluded.properties",
-                placeholders(chunk.len(), 6)
+                "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties, \
+                 document_ids) VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) DO UPDATE \
+                 SET edge_text = excluded.edge_text, properties = excluded.properties, \
+                 document_ids = excluded.document_ids",
+                placeholders(chunk.len(), 7)
             );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 6);
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 7);
             for e in chunk {
+                let (properties, provenance) = split_provenance(e);
                 values.push(dataset.to_string().into());
                 values.push(e.source_node_id.to_string().into());
                 values.push(e.relationship_name.clone().into());
                 values.push(e.target_node_id.to_string().into());
                 values.push(e.edge_text.clone().into());
-                values.push(json_text(&e.properties).into());
+                values.push(properties.into());
+                values.push(provenance.into());
             }
             txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
         }
@@ -240,7 +340,13 @@ impl GraphStore for SqlGraphStore {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
-    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph> {
+    async fn neighborhood(
+        &self,
+        dataset: DatasetId,
+        seeds: &[Uuid],
+        depth: usize,
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
         let found = self.get_nodes(dataset, seeds).await?;
         let mut reached: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
         let mut frontier: Vec<Uuid> = reached.iter().copied().collect();
@@ -248,38 +354,34 @@ impl GraphStore for SqlGraphStore {
             if frontier.is_empty() {
                 break;
             }
-            let mut next = HashSet::new();
-            for e in self.edges_touching(dataset, &frontier, "source_id").await? {
-                if !reached.contains(&e.target_node_id) {
-                    next.insert(e.target_node_id);
-                }
-            }
-            for e in self.edges_touching(dataset, &frontier, "target_id").await? {
-                if !reached.contains(&e.source_node_id) {
-                    next.insert(e.source_node_id);
-                }
-            }
+            let next: Vec<Uuid> =
+                self.adjacent_ids(dataset, &frontier).await?.into_iter().filter(|id| !reached.contains(id)).collect();
             reached.extend(next.iter().copied());
-            frontier = next.into_iter().collect();
+            frontier = next;
         }
         let mut ids: Vec<Uuid> = reached.iter().copied().collect();
         ids.sort();
         // Depth 0 reached nothing new: the seeds read above are the nodes.
         let nodes = if depth == 0 { found } else { self.get_nodes(dataset, &ids).await? };
-        let edges = self.edges_between(dataset, &ids).await?;
+        let edges = self.edges_between(dataset, &ids, edge_properties).await?;
         Ok(Subgraph { nodes, edges })
     }
 
     /// Two indexed edge reads (by source, by target) and the endpoints;
     /// unlike `neighborhood`, no read of the neighbours' own edges.
-    async fn edges_around(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Subgraph> {
+    async fn edges_around(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
         let found = self.get_nodes(dataset, ids).await?;
         let seeds: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
         let frontier: Vec<Uuid> = seeds.iter().copied().collect();
-        let mut edges = self.edges_touching(dataset, &frontier, "source_id").await?;
+        let mut edges = self.edges_touching(dataset, &frontier, "source_id", edge_properties).await?;
         // An edge between two seeds came back by source already.
         edges.extend(
-            self.edges_touching(dataset, &frontier, "target_id")
+            self.edges_touching(dataset, &frontier, "target_id", edge_properties)
                 .await?
                 .into_iter()
                 .filter(|e| !seeds.contains(&e.source_node_id)),
@@ -314,7 +416,7 @@ impl GraphStore for SqlGraphStore {
             .db
             .conn
             .query_all_raw(self.db.stmt(
-                "SELECT source_id, relationship_name, target_id, edge_text, properties FROM graph_edges \
+                "SELECT source_id, relationship_name, target_id, edge_text, properties, document_ids FROM graph_edges \
                  WHERE dataset_id = $1 ORDER BY source_id, relationship_name, target_id",
                 vec![ds],
             ))

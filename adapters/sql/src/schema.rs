@@ -118,6 +118,59 @@ impl MigrationTrait for M20261201History {
     }
 }
 
+/// Migration 3: an edge's provenance (`document_ids`) moves out of
+/// `properties` into the table's last column, so a read that does not ask for
+/// it never loads it. Idempotent: a crash before the migration is recorded
+/// re-runs it.
+struct M20261202EdgeProvenance;
+
+impl MigrationName for M20261202EdgeProvenance {
+    fn name(&self) -> &str {
+        "m20261202_000003_edge_provenance"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261202EdgeProvenance {
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        if !manager.has_column("graph_edges", "document_ids").await? {
+            conn.execute_unprepared("ALTER TABLE graph_edges ADD COLUMN document_ids TEXT").await?;
+        }
+        let moved = match conn.get_database_backend() {
+            sea_orm::DbBackend::Postgres => {
+                "UPDATE graph_edges SET document_ids = (properties::jsonb -> 'document_ids')::text, \
+                 properties = (properties::jsonb - 'document_ids')::text \
+                 WHERE jsonb_exists(properties::jsonb, 'document_ids')"
+            }
+            _ => {
+                "UPDATE graph_edges SET document_ids = json_extract(properties, '$.document_ids'), \
+                 properties = json_remove(properties, '$.document_ids') \
+                 WHERE json_type(properties, '$.document_ids') IS NOT NULL"
+            }
+        };
+        conn.execute_unprepared(moved).await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let back = match conn.get_database_backend() {
+            sea_orm::DbBackend::Postgres => {
+                "UPDATE graph_edges SET properties = jsonb_set(properties::jsonb, '{document_ids}', \
+                 document_ids::jsonb)::text WHERE document_ids IS NOT NULL"
+            }
+            _ => {
+                "UPDATE graph_edges SET properties = json_set(properties, '$.document_ids', json(document_ids)) \
+                 WHERE document_ids IS NOT NULL"
+            }
+        };
+        conn.execute_unprepared(back).await?;
+        conn.execute_unprepared("ALTER TABLE graph_edges DROP COLUMN document_ids").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -150,7 +203,7 @@ pub struct Migrator;
 
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(M20261130Initial), Box::new(M20261201History)]
+        vec![Box::new(M20261130Initial), Box::new(M20261201History), Box::new(M20261202EdgeProvenance)]
     }
 }
 

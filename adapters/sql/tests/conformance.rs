@@ -2,6 +2,8 @@
 //! The shared conformance suites against the SQL adapter on a real SQLite file
 //! (and on Postgres when `RECALL_TEST_POSTGRES_URL` is set — see issue 6).
 
+mod common;
+
 use std::sync::Arc;
 
 use recall_conformance::{graph_store_conformance, relational_store_conformance};
@@ -46,7 +48,14 @@ async fn migrations_are_recorded_once() {
         .unwrap()
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
-    assert_eq!(n, 2, "each migration is applied once and recorded");
+    assert_eq!(n, 3, "each migration is applied once and recorded");
+}
+
+#[tokio::test]
+async fn sqlite_edges_from_before_the_provenance_column_upgrade() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("old-edges.db").display());
+    common::edges_from_before_the_provenance_column_upgrade(&url).await;
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 //! Outside CI the suite is skipped, loudly, when no server answers; in CI
 //! (`CI=true`) an unreachable server fails it.
 
+mod common;
+
 use std::sync::Arc;
 
 use recall_conformance::{graph_store_conformance, relational_store_conformance};
@@ -56,5 +58,12 @@ async fn postgres_relational_store_conforms() {
         SqlDatabase::connect(&url).await.unwrap();
         relational_store_conformance(Arc::new(SqlRelationalStore::new(db))).await;
     }
+    drop_database(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_edges_from_before_the_provenance_column_upgrade() {
+    let Some((url, name)) = throwaway_database("provenance").await else { return };
+    common::edges_from_before_the_provenance_column_upgrade(&url).await;
     drop_database(&name).await;
 }

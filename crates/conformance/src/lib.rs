@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use recall_core::ports::{
-    DataStore, DatasetStore, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore, RelationalStore,
-    SearchHistoryStore, UserStore, VectorRecord, VectorStore,
+    DataStore, DatasetStore, EdgeProjection, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore,
+    RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
 };
 use recall_core::{
     now_millis, DataItem, DataStatus, DatasetId, Edge, GraphBuildStatus, Node, PipelineRun, PipelineRunStatus,
@@ -35,6 +35,7 @@ fn node(id: Uuid, node_type: &str, name: &str) -> Node {
 /// Runs every graph-store check. `large_batch` is the size of the bulk-write check.
 pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: usize) {
     graph_roundtrip_and_projection(store.as_ref()).await;
+    graph_edge_properties(store.as_ref()).await;
     graph_scope_isolation(store.as_ref()).await;
     graph_deletes(store.as_ref()).await;
     graph_concurrent_writers(store.clone()).await;
@@ -68,7 +69,7 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     assert_eq!(got, want, "get_nodes returns exactly the stored nodes, skipping unknown ids");
 
     // 1-hop around alice: alice, bob, person; edges among them only.
-    let sub = store.neighborhood(ds, &[a], 1).await.unwrap();
+    let sub = store.neighborhood(ds, &[a], 1, EdgeProjection::All).await.unwrap();
     let mut ids: Vec<Uuid> = sub.nodes.iter().map(|n| n.id).collect();
     ids.sort();
     let mut expected = vec![a, b, c];
@@ -87,7 +88,7 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
 
     // The ID-filtered projection keeps only edges touching the seeds: around
     // alice, bob's is_a edge (between two neighbours) is left out.
-    let around = store.edges_around(ds, &[a, Uuid::new_v4()]).await.unwrap();
+    let around = store.edges_around(ds, &[a, Uuid::new_v4()], EdgeProjection::All).await.unwrap();
     let mut ids: Vec<Uuid> = around.nodes.iter().map(|n| n.id).collect();
     ids.sort();
     assert_eq!(ids, expected, "the seeds and the other endpoints of their edges");
@@ -97,15 +98,15 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     let mut want_rels = vec![(a, "is_a".to_string(), c), (a, "knows".to_string(), b)];
     want_rels.sort();
     assert_eq!(rels, want_rels);
-    let around = store.edges_around(ds, &[d]).await.unwrap();
+    let around = store.edges_around(ds, &[d], EdgeProjection::All).await.unwrap();
     assert_eq!((around.nodes.len(), around.edges.len()), (2, 1), "incoming edges count");
-    assert!(store.edges_around(ds, &[]).await.unwrap().nodes.is_empty());
+    assert!(store.edges_around(ds, &[], EdgeProjection::All).await.unwrap().nodes.is_empty());
 
     // Incoming edges count too: 1-hop around dave reaches person.
-    let sub = store.neighborhood(ds, &[d], 1).await.unwrap();
+    let sub = store.neighborhood(ds, &[d], 1, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 2);
     // 2 hops from dave reach everything.
-    let sub = store.neighborhood(ds, &[d], 2).await.unwrap();
+    let sub = store.neighborhood(ds, &[d], 2, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 4);
     assert_eq!(sub.edges.len(), 4);
 
@@ -119,7 +120,7 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     assert_eq!(entity_ids, want_entities);
     assert!(store.nodes_by_type(ds, "Nope").await.unwrap().is_empty());
     // Depth 0: the seeds and the edges among them.
-    let sub = store.neighborhood(ds, &[a, b], 0).await.unwrap();
+    let sub = store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 2);
     assert_eq!(sub.edges.len(), 1);
 
@@ -130,6 +131,62 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     store.upsert_edges(ds, &edges[..1]).await.unwrap();
     assert_eq!(store.count(ds).await.unwrap(), (4, 4));
     assert_eq!(store.get_nodes(ds, &[a]).await.unwrap(), vec![renamed]);
+    store.delete_dataset(ds).await.unwrap();
+}
+
+/// Edge properties round-trip on every read that returns edges, the
+/// provenance list (`document_ids`, kept apart by some stores) included, and
+/// a projected read returns exactly the keys asked for.
+async fn graph_edge_properties(store: &dyn GraphStore) {
+    let ds = fresh_dataset();
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let nodes = vec![node(a, "Entity", "alice"), node(b, "Entity", "bob"), node(c, "DocumentChunk", "chunk")];
+    store.upsert_nodes(ds, &nodes).await.unwrap();
+    // Small enough for FalkorDB's Bolt listener (messages past ~4 KiB crash it).
+    let docs: Vec<String> = (0..20).map(|i| Uuid::from_u128(i).to_string()).collect();
+    let mut taught = Edge::new(a, "taught", b).with_text("alice taught bob.");
+    taught.properties.insert("document_ids".into(), json!(docs));
+    taught.properties.insert("edge_object_id".into(), json!("e-1"));
+    taught.properties.insert("feedback_weight".into(), json!(0.75));
+    let contains = Edge::new(c, "contains", a);
+    store.upsert_edges(ds, &[taught.clone(), contains.clone()]).await.unwrap();
+
+    let find = |edges: &[Edge], rel: &str| edges.iter().find(|e| e.relationship_name == rel).cloned().unwrap();
+    let whole = store.get_graph(ds).await.unwrap();
+    assert_eq!(find(&whole.edges, "taught"), taught, "get_graph returns every property");
+    assert_eq!(find(&whole.edges, "contains"), contains);
+    let all = store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap();
+    assert_eq!(all.edges, vec![taught.clone()], "a full read returns the provenance");
+    let around = store.edges_around(ds, &[b], EdgeProjection::All).await.unwrap();
+    assert_eq!(around.edges, vec![taught.clone()]);
+
+    let keys: &'static [&'static str] = &["edge_object_id", "effective_date"];
+    let only = EdgeProjection::Only(keys);
+    let project = |e: &Edge| {
+        let mut e = e.clone();
+        e.properties.retain(|k, _| keys.contains(&k.as_str()));
+        e
+    };
+    let projected = project(&taught);
+    assert!(projected.properties.contains_key("edge_object_id") && !projected.properties.contains_key("document_ids"));
+    let sub = store.neighborhood(ds, &[a, b, c], 0, only).await.unwrap();
+    assert_eq!(find(&sub.edges, "taught"), projected, "only the projected keys, absent ones stay absent");
+    assert_eq!(find(&sub.edges, "contains"), project(&contains));
+    let sub = store.neighborhood(ds, &[c], 2, only).await.unwrap();
+    assert_eq!(sub.nodes.len(), 3, "two hops from the chunk reach bob");
+    assert_eq!(find(&sub.edges, "taught"), projected);
+    let around = store.edges_around(ds, &[a], EdgeProjection::Only(&[])).await.unwrap();
+    assert_eq!(around.edges.len(), 2);
+    assert!(around.edges.iter().all(|e| e.properties.is_empty()), "an empty projection returns no property");
+    assert_eq!(find(&around.edges, "taught").edge_text.as_deref(), Some("alice taught bob."));
+
+    // Rewriting an edge without provenance drops it; adding it back restores it.
+    let mut plain = taught.clone();
+    plain.properties.remove("document_ids");
+    store.upsert_edges(ds, &[plain.clone()]).await.unwrap();
+    assert_eq!(store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap().edges, vec![plain]);
+    store.upsert_edges(ds, &[taught.clone()]).await.unwrap();
+    assert_eq!(find(&store.get_graph(ds).await.unwrap().edges, "taught"), taught);
     store.delete_dataset(ds).await.unwrap();
 }
 
@@ -148,7 +205,7 @@ async fn graph_scope_isolation(store: &dyn GraphStore) {
     let seen = store.get_nodes(ds2, &[shared, other]).await.unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].name(), Some("in-two"));
-    let sub = store.neighborhood(ds2, &[shared], 3).await.unwrap();
+    let sub = store.neighborhood(ds2, &[shared], 3, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 1, "projection never crosses datasets");
     assert!(sub.edges.is_empty());
 
@@ -169,7 +226,7 @@ async fn graph_deletes(store: &dyn GraphStore) {
     store.upsert_edges(ds, &[Edge::new(a, "s", c)]).await.unwrap();
     store.delete_nodes(ds, &[b]).await.unwrap();
     assert_eq!(store.count(ds).await.unwrap(), (2, 1), "deleting a node deletes its edges");
-    let sub = store.neighborhood(ds, &[a], 1).await.unwrap();
+    let sub = store.neighborhood(ds, &[a], 1, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.edges.len(), 1);
     assert_eq!(sub.edges[0].relationship_name, "s");
     store.delete_dataset(ds).await.unwrap();
@@ -202,7 +259,7 @@ async fn graph_large_batch(store: &dyn GraphStore, n: usize) {
     store.upsert_edges(ds, &edges).await.unwrap();
     assert_eq!(store.count(ds).await.unwrap(), (n as u64, n.saturating_sub(1) as u64));
     let mid = nodes[n / 2].id;
-    let sub = store.neighborhood(ds, &[mid], 1).await.unwrap();
+    let sub = store.neighborhood(ds, &[mid], 1, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 3);
 
     // Depth 0 over thousands of seeds (one id-set parameter in SQL, batched
@@ -211,12 +268,12 @@ async fn graph_large_batch(store: &dyn GraphStore, n: usize) {
     store.upsert_edges(ds, &skips).await.unwrap();
     let m = n.min(4_600);
     let evens: Vec<Uuid> = nodes[..m].iter().step_by(2).map(|x| x.id).collect();
-    let sub = store.neighborhood(ds, &evens, 0).await.unwrap();
+    let sub = store.neighborhood(ds, &evens, 0, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), evens.len());
     assert!(sub.edges.iter().all(|e| e.relationship_name == "skip"), "a `next` edge has an odd end");
     assert_eq!(sub.edges.len(), evens.len() - 1, "the skips between consecutive even seeds");
     let all: Vec<Uuid> = nodes[..m].iter().map(|x| x.id).collect();
-    let sub = store.neighborhood(ds, &all, 0).await.unwrap();
+    let sub = store.neighborhood(ds, &all, 0, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.edges.len(), (m - 1) + (m - 2), "every `next` and `skip` among the first {m}");
     store.delete_dataset(ds).await.unwrap();
     assert!(store.is_empty(ds).await.unwrap());

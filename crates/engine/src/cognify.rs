@@ -15,7 +15,7 @@ use recall_core::model::collections::{
     TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
-use recall_core::ports::VectorRecord;
+use recall_core::ports::{EdgeProjection, VectorRecord};
 use recall_core::{
     ids, normalise_entity_name, DataItem, DataPointBase, Dataset, DatasetId, Document, DocumentChunk, Edge,
     KnowledgeGraph, Node, RecallError, Result, Subgraph, TextSummary,
@@ -351,7 +351,7 @@ impl Engine {
         for e in entity_type_edges {
             graph.add_edge(e);
         }
-        let existing_relations = self.graph.neighborhood(dataset, &entity_ids, 0).await?.edges;
+        let existing_relations = self.graph.neighborhood(dataset, &entity_ids, 0, EdgeProjection::All).await?.edges;
         for edge in existing_relations {
             let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
             if let Some((new_edge, docs)) = graph.relations.get_mut(&key) {

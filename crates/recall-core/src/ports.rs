@@ -19,6 +19,40 @@ use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, R
 /// Identifies an edge: (source, relationship_name, target).
 pub type EdgeKey = (Uuid, String, Uuid);
 
+/// Which edge properties a graph read returns. Ingestion, forget and exports
+/// read every property; a graph search reads only those Cognee's memory
+/// fragment projects (spec/retrievers.md §2.1 step 7), so a store may skip
+/// reading the rest: an entity-to-entity edge carries the ids of every
+/// document that stated it (`document_ids`, often kilobytes), which no
+/// search uses. `relationship_name` and `edge_text` are fields, always read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EdgeProjection {
+    /// Every property.
+    #[default]
+    All,
+    /// Only these property keys (absent ones stay absent).
+    Only(&'static [&'static str]),
+}
+
+impl EdgeProjection {
+    /// Whether the projection returns property `key`.
+    pub fn wants(&self, key: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(keys) => keys.contains(&key),
+        }
+    }
+
+    /// Drops the properties the projection does not return.
+    pub fn apply(&self, edges: &mut [Edge]) {
+        if let Self::Only(keys) = self {
+            for e in edges {
+                e.properties.retain(|k, _| keys.contains(&k.as_str()));
+            }
+        }
+    }
+}
+
 /// A property graph of typed nodes and named edges, partitioned by dataset.
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
@@ -37,15 +71,27 @@ pub trait GraphStore: Send + Sync {
     async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>>;
 
     /// The nodes within `depth` hops of the seeds (either direction) and every
-    /// edge between them. `depth` 1 is Cognee's 1-hop projection.
-    async fn neighborhood(&self, dataset: DatasetId, seeds: &[Uuid], depth: usize) -> Result<Subgraph>;
+    /// edge between them, with the edge properties of `edge_properties`.
+    /// `depth` 1 is Cognee's 1-hop projection.
+    async fn neighborhood(
+        &self,
+        dataset: DatasetId,
+        seeds: &[Uuid],
+        depth: usize,
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph>;
 
     /// Cognee's ID-filtered projection: the nodes with these ids, every edge
     /// with at least one endpoint among them, and those edges' other
     /// endpoints — not the edges between two neighbours. The default filters
     /// [`GraphStore::neighborhood`]; adapters can fetch less.
-    async fn edges_around(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Subgraph> {
-        let sub = self.neighborhood(dataset, ids, 1).await?;
+    async fn edges_around(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let sub = self.neighborhood(dataset, ids, 1, edge_properties).await?;
         let seeds: std::collections::HashSet<Uuid> = ids.iter().copied().collect();
         let edges: Vec<Edge> = sub
             .edges

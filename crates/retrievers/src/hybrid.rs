@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, EDGE_TYPE_RELATIONSHIP_NAME, ENTITY_NAME, TEXT_SUMMARY_TEXT,
 };
-use recall_core::ports::{NodeSetFilter, ScoredResult};
+use recall_core::ports::{EdgeProjection, NodeSetFilter, ScoredResult};
 use recall_core::{ids, Node, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -398,8 +398,11 @@ pub(crate) async fn hybrid_candidates(
 
     let edge_rank: HashMap<Uuid, usize> = edge_hits.iter().enumerate().map(|(r, h)| (h.id, r)).collect();
     let entity_ids: Vec<Uuid> = entity_hits.iter().take(params.entities_top_k).map(|h| h.id).collect();
-    let around =
-        if entity_ids.is_empty() { Default::default() } else { ctx.graph.edges_around(dataset, &entity_ids).await? };
+    let around = if entity_ids.is_empty() {
+        Default::default()
+    } else {
+        ctx.graph.edges_around(dataset, &entity_ids, EdgeProjection::Only(&[])).await?
+    };
     let (entities, shown) = build_entities(&entity_hits, &around, &edge_rank, params, &filter);
     let reachable: Option<HashSet<Uuid>> = filter.as_ref().map(|_| shown.clone());
     let budget = if entities.is_empty() && filter.is_none() {

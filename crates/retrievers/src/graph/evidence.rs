@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use recall_core::model::node_types::DOCUMENT_CHUNK;
+use recall_core::ports::EdgeProjection;
 use recall_core::{ids, Node};
 use serde_json::Value;
 use uuid::Uuid;
@@ -106,7 +107,8 @@ async fn supporting_chunks(ctx: &RetrievalContext, triplets: &[Triplet]) -> reca
     let around = if entity_ids.is_empty() {
         Default::default()
     } else {
-        ctx.graph.edges_around(ctx.dataset.id, &entity_ids).await?
+        // Only the edges' names are used: no edge property is read.
+        ctx.graph.edges_around(ctx.dataset.id, &entity_ids, EdgeProjection::Only(&[])).await?
     };
     let chunks: HashMap<Uuid, &Node> =
         around.nodes.iter().filter(|n| n.node_type == DOCUMENT_CHUNK).map(|n| (n.id, n)).collect();

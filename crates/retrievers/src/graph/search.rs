@@ -11,7 +11,7 @@ use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, EDGE_TYPE_RELATIONSHIP_NAME, ENTITY_NAME, ENTITY_TYPE_NAME, GLOBAL_CONTEXT_SUMMARY_TEXT,
     TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT,
 };
-use recall_core::ports::{NodeSetFilter, ScoredResult};
+use recall_core::ports::{EdgeProjection, NodeSetFilter, ScoredResult};
 use recall_core::{Edge, Node, RecallError, Result, Subgraph};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -70,7 +70,24 @@ pub struct TripletSearch {
     pub node_filter: Option<NodeSetFilter>,
 }
 
+/// The edge properties of the memory fragment (spec/retrievers.md §2.1 step
+/// 7; `relationship_name` and `edge_text` are fields of every edge).
+const FRAGMENT_EDGE_PROPERTIES: &[&str] =
+    &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date"];
+/// The same with `feedback_weight`, projected when feedback_influence > 0.
+const FRAGMENT_EDGE_PROPERTIES_WITH_FEEDBACK: &[&str] =
+    &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date", "feedback_weight"];
+
 impl TripletSearch {
+    /// The edge properties this search projects.
+    pub fn edge_projection(&self) -> EdgeProjection {
+        if self.feedback_influence > 0.0 {
+            EdgeProjection::Only(FRAGMENT_EDGE_PROPERTIES_WITH_FEEDBACK)
+        } else {
+            EdgeProjection::Only(FRAGMENT_EDGE_PROPERTIES)
+        }
+    }
+
     /// The search/recall defaults with the caller's options.
     pub fn from_options(options: &RetrieverOptions, default_top_k: usize) -> Result<Self> {
         let fi = options.feedback_influence;
@@ -173,7 +190,11 @@ async fn rank_projection(
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
     let read = std::time::Instant::now();
-    let core = if ids.is_empty() { Subgraph::default() } else { ctx.graph.neighborhood(dataset, &ids, 0).await? };
+    let core = if ids.is_empty() {
+        Subgraph::default()
+    } else {
+        ctx.graph.neighborhood(dataset, &ids, 0, params.edge_projection()).await?
+    };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
     let first = rank_triplets(&core, node_distance, edge_distance, params);
     let threshold = match first.last() {
@@ -200,7 +221,7 @@ async fn rank_projection(
     }
     let mut fragment = core;
     if !expand.is_empty() {
-        let around = ctx.graph.edges_around(dataset, &expand).await?;
+        let around = ctx.graph.edges_around(dataset, &expand, params.edge_projection()).await?;
         fragment.nodes.extend(around.nodes);
         fragment.edges.extend(around.edges);
     }
@@ -252,7 +273,7 @@ async fn project(
         seeds.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         let take = params.neighborhood_seed_top_k.unwrap_or(seeds.len());
         let ids: Vec<Uuid> = seeds.iter().take(take).map(|s| s.0).collect();
-        return ctx.graph.neighborhood(dataset, &ids, depth.max(1)).await;
+        return ctx.graph.neighborhood(dataset, &ids, depth.max(1), params.edge_projection()).await;
     }
     match &params.node_filter {
         Some(filter) => ctx.graph.nodeset_subgraph(dataset, filter).await,

@@ -1,0 +1,102 @@
+//! Checks shared by the SQLite and Postgres test files.
+
+use recall_core::ports::{EdgeProjection, GraphStore};
+use recall_core::{DatasetId, Edge, Node};
+use recall_sql::{Migrator, SqlDatabase, SqlGraphStore};
+use sea_orm::{ConnectionTrait, Statement};
+use sea_orm_migration::MigratorTrait;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+/// A database written before edge provenance had a column of its own (its
+/// `document_ids` inside `properties`) upgrades on connect: every edge reads
+/// back as it was written, the provenance now in its column; and the
+/// migration rolls back.
+pub async fn edges_from_before_the_provenance_column_upgrade(url: &str) {
+    let ds = DatasetId(Uuid::new_v4());
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let node = |id: Uuid, name: &str| {
+        let mut n = Node { id, node_type: "Entity".into(), properties: Default::default() };
+        n.properties.insert("name".into(), json!(name));
+        n
+    };
+    let mut taught = Edge::new(a, "taught", b).with_text("ada taught bob.");
+    taught.properties.insert("document_ids".into(), json!(["d1", "d2"]));
+    taught.properties.insert("feedback_weight".into(), json!(0.25));
+    let mut studied = Edge::new(b, "studied", c).with_text("bob studied cobol.");
+    studied.properties.insert("document_ids".into(), json!(["d3"]));
+    let plain = Edge::new(a, "knows", c);
+    {
+        let db = SqlDatabase::connect(url).await.unwrap();
+        let store = SqlGraphStore::new(db.clone());
+        store.upsert_nodes(ds, &[node(a, "ada"), node(b, "bob"), node(c, "cobol")]).await.unwrap();
+        store.upsert_edges(ds, &[taught.clone(), plain.clone()]).await.unwrap();
+        // Back to the old layout: the provenance returns into `properties`.
+        Migrator::down(db.connection(), Some(1)).await.unwrap();
+        // An edge as the old release wrote it.
+        let props = Value::Object(studied.properties.clone()).to_string();
+        let insert = format!(
+            "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties) \
+             VALUES ('{ds}', '{b}', 'studied', '{c}', 'bob studied cobol.', '{props}')"
+        );
+        db.connection().execute_unprepared(&insert).await.unwrap();
+        let row = db
+            .connection()
+            .query_one_raw(Statement::from_string(
+                db.backend(),
+                format!(
+                    "SELECT properties FROM graph_edges WHERE relationship_name = 'taught' AND dataset_id = '{ds}'"
+                ),
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let old: String = row.try_get("", "properties").unwrap();
+        let old: Value = serde_json::from_str(&old).unwrap();
+        assert_eq!(old["document_ids"], json!(["d1", "d2"]), "down moves the provenance back");
+    }
+    let db = SqlDatabase::connect(url).await.unwrap();
+    let store = SqlGraphStore::new(db.clone());
+    let mut edges = store.get_graph(ds).await.unwrap().edges;
+    edges.sort_by(|x, y| x.relationship_name.cmp(&y.relationship_name));
+    assert_eq!(edges, vec![plain.clone(), studied.clone(), taught.clone()]);
+    let projected = store.neighborhood(ds, &[a, b, c], 0, EdgeProjection::Only(&["feedback_weight"])).await.unwrap();
+    assert!(projected.edges.iter().all(|e| !e.properties.contains_key("document_ids")));
+    let rows = db
+        .connection()
+        .query_all_raw(Statement::from_string(
+            db.backend(),
+            format!(
+                "SELECT relationship_name, properties, document_ids FROM graph_edges WHERE dataset_id = '{ds}' \
+                 ORDER BY relationship_name"
+            ),
+        ))
+        .await
+        .unwrap();
+    let stored: Vec<(String, Value, Option<Value>)> = rows
+        .iter()
+        .map(|r| {
+            let props: String = r.try_get("", "properties").unwrap();
+            let docs: Option<String> = r.try_get("", "document_ids").unwrap();
+            (
+                r.try_get("", "relationship_name").unwrap(),
+                serde_json::from_str(&props).unwrap(),
+                docs.map(|d| serde_json::from_str(&d).unwrap()),
+            )
+        })
+        .collect();
+    let without_provenance = |e: &Edge| {
+        let mut props = e.properties.clone();
+        props.remove("document_ids");
+        Value::Object(props)
+    };
+    assert_eq!(
+        stored,
+        vec![
+            ("knows".to_string(), without_provenance(&plain), None),
+            ("studied".to_string(), without_provenance(&studied), Some(json!(["d3"]))),
+            ("taught".to_string(), without_provenance(&taught), Some(json!(["d1", "d2"]))),
+        ],
+        "the provenance lives in its own column"
+    );
+}
