@@ -211,7 +211,7 @@ async fn build_vector_store(uri: &str, settings: &Settings) -> Result<Arc<dyn Ve
     Ok(Arc::new(
         store
             .with_index_threshold((threshold > 0).then_some(threshold))
-            .with_cache_budget(settings.vector_cache_mb.saturating_mul(1 << 20)),
+            .with_cache_budget(settings.vector_cache_bytes()),
     ))
 }
 

@@ -77,8 +77,9 @@ pub struct Settings {
     pub vector_url: String,
     /// Rows from which a LanceDB collection gets an approximate vector index (0: never).
     pub vector_index_threshold: usize,
-    /// MiB the LanceDB search cache may hold (0: off).
-    pub vector_cache_mb: usize,
+    /// MiB the LanceDB search cache may hold (0: off; unset: see
+    /// [`Settings::vector_cache_bytes`]).
+    pub vector_cache_mb: Option<usize>,
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_endpoint: String,
@@ -177,6 +178,18 @@ impl Settings {
         }
     }
 
+    /// The LanceDB search cache budget in bytes: `vector_cache_mb`, or when
+    /// unset a quarter of the memory available to the process (at least
+    /// 1 GiB), as databases size their caches from the machine (Neo4j's page
+    /// cache, Postgres' effective_cache_size advice).
+    pub fn vector_cache_bytes(&self) -> usize {
+        const MIB: usize = 1 << 20;
+        match self.vector_cache_mb {
+            Some(mb) => mb.saturating_mul(MIB),
+            None => available_memory().map_or(1024 * MIB, |bytes| (bytes / 4).max(1024 * MIB)),
+        }
+    }
+
     /// The dataset-routing settings, checked.
     pub fn dataset_routing(&self) -> Result<recall_engine::DatasetRoutingConfig> {
         if self.dataset_routing_top_k == 0 {
@@ -236,6 +249,21 @@ fn on_unless_off<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
     })
 }
 
+/// Bytes of memory the process may use: physical memory (`/proc/meminfo`),
+/// or a lower cgroup v2 limit; `None` where neither can be read.
+fn available_memory() -> Option<usize> {
+    let physical = std::fs::read_to_string("/proc/meminfo").ok().and_then(|info| {
+        let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    match (physical, cgroup) {
+        (Some(p), Some(c)) => Some(p.min(c)),
+        (p, c) => p.or(c),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -277,6 +305,27 @@ mod tests {
             assert!(Settings::load(None, &Overrides::default()).unwrap().log_search_history, "RECALL_ wins");
 
             jail.set_env("RECALL_CHUNK_SIZE", "lots");
+            assert!(Settings::load(None, &Overrides::default()).is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
+    fn the_search_cache_budget_is_explicit_or_sized_from_the_machine() {
+        figment::Jail::expect_with(|jail| {
+            let auto = Settings::load(None, &Overrides::default()).unwrap();
+            assert_eq!(auto.vector_cache_mb, None);
+            let bytes = auto.vector_cache_bytes();
+            assert!(bytes >= 1 << 30, "at least 1 GiB");
+            if let Some(total) = available_memory() {
+                assert!(bytes == (total / 4).max(1 << 30), "a quarter of {total}: {bytes}");
+            }
+            jail.set_env("RECALL_VECTOR_CACHE_MB", "0");
+            assert_eq!(Settings::load(None, &Overrides::default()).unwrap().vector_cache_bytes(), 0, "0 = off");
+            jail.set_env("RECALL_VECTOR_CACHE_MB", "300");
+            assert_eq!(Settings::load(None, &Overrides::default()).unwrap().vector_cache_bytes(), 300 << 20);
+            jail.set_env("RECALL_VECTOR_CACHE_MB", "much");
             assert!(Settings::load(None, &Overrides::default()).is_err());
             Ok(())
         });

@@ -108,10 +108,14 @@ pub struct LanceVectorStore {
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
 /// Rows past which a collection is left to LanceDB's vector index whatever
-/// the budget: an exact scan is linear and memory-bound (on the bench machine
-/// a 770 000-row, 384-wide scan took ~60 ms, the indexed LanceDB search ~45;
-/// at 100 000 rows the scan takes ~7 ms, LanceDB ~20).
-pub const MAX_CACHED_ROWS: usize = 250_000;
+/// the budget: the cache's search is linear. Its int8 first pass reads a
+/// quarter of the f32 scan's bytes (on the bench machine a 770 000-row,
+/// 384-wide collection: ~60 ms scanned in f32, ~45 ms in LanceDB's index,
+/// see docs/backends.md for the int8 figure).
+pub const MAX_CACHED_ROWS: usize = 2_000_000;
+
+/// Bytes a cached row's vector costs: f32 values and their int8 codes.
+const CACHED_BYTES_PER_DIMENSION: usize = 5;
 
 #[derive(Clone)]
 enum CacheSlot {
@@ -185,7 +189,7 @@ impl LanceVectorStore {
         let used = self.cached_bytes().await;
         let rows = table.count_rows(None).await.map_err(lance_err)?;
         // Vectors alone, before reading anything: a collection that cannot fit is never scanned.
-        if rows > MAX_CACHED_ROWS || used + rows * spec.dimensions * 4 > self.cache_budget {
+        if rows > MAX_CACHED_ROWS || used + rows * spec.dimensions * CACHED_BYTES_PER_DIMENSION > self.cache_budget {
             self.skip_cache(collection, rows).await;
             return Ok(None);
         }

@@ -4,7 +4,7 @@
 //! Not a test; run it in release:
 //!
 //!     cargo run --release --bin recall-bench -- [--chunks 2400] [--queries 200] [--data-dir DIR]
-//!         [--vector-cache-mb 1024]
+//!         [--vector-cache-mb MiB]
 //!
 //! With `--data-dir`, the store is kept there: a later run with the same
 //! directory skips the ingestion and measures the queries only.
@@ -135,7 +135,11 @@ async fn main() -> recall_core::Result<()> {
     let mut settings = Settings::embedded(&dir)?;
     settings.chunk_size = words;
     // 0 measures LanceDB's own search (no in-process search cache).
-    settings.vector_cache_mb = arg("--vector-cache-mb", settings.vector_cache_mb);
+    if let Some(mb) = arg_str("--vector-cache-mb") {
+        let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;
+        settings.vector_cache_mb = Some(mb);
+    }
+    println!("search cache budget: {} MiB", settings.vector_cache_bytes() >> 20);
     let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
     println!("adapters: {} | {} | {} | {}", active.relational, active.graph, active.vector, active.embedder);
 
