@@ -593,10 +593,10 @@ mod tests {
         let mut index = FlatIndex::new(dims);
         for i in 0..2_000u64 {
             let mut v = vector(i, dims);
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 // Sparse, as hashed token counts are.
                 for (j, x) in v.iter_mut().enumerate() {
-                    if (j as u64 + i) % 29 != 0 {
+                    if !(j as u64 + i).is_multiple_of(29) {
                         *x = 0.0;
                     }
                 }
@@ -629,14 +629,14 @@ mod tests {
         let rows: Vec<(DatasetId, CachedRow)> = (0..n as u64)
             .map(|i| {
                 let mut v = vector(i % 40, dims);
-                if i % 7 != 0 {
+                if !i.is_multiple_of(7) {
                     // A near-duplicate of its cluster's centre; every 7th is an exact tie.
                     v[(i % dims as u64) as usize] += (i % 1000) as f32 * 1e-4;
                 }
                 if i % 1000 == 999 {
                     v = vec![0.0; dims];
                 }
-                let sets: &[&str] = if i % 3 == 0 { &["a"] } else { &["b"] };
+                let sets: &[&str] = if i.is_multiple_of(3) { &["a"] } else { &["b"] };
                 (ds, row(u128::from(i) + 1, v, sets))
             })
             .collect();
