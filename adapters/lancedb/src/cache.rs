@@ -214,9 +214,8 @@ impl FlatIndex {
     ) -> Vec<(f64, usize)> {
         let zero_query = query.iter().all(|x| *x == 0.0);
         let rows = range.filter(|&row| filter.is_none_or(|f| f.matches(&self.sets[row]))).map(|row| {
-            let v = &self.vectors[row * self.dims..(row + 1) * self.dims];
-            let similarity = if zero_query { 0.0 } else { f32::dot(query, v).unwrap_or(0.0) };
-            Ranked(1.0 - similarity, self.ids[row], row)
+            let distance = if zero_query { 1.0 } else { self.distance(query, row) };
+            Ranked(distance, self.ids[row], row)
         });
         let ranked = match limit {
             Some(limit) => {
@@ -294,8 +293,19 @@ impl FlatIndex {
         if filter.is_some_and(|f| !f.matches(&self.sets[row])) {
             return None;
         }
-        let v = &self.vectors[row * self.dims..(row + 1) * self.dims];
-        Some(Ranked(1.0 - f32::dot(query, v).unwrap_or(0.0), id, row))
+        Some(Ranked(self.distance(query, row), id, row))
+    }
+
+    /// A row's exact cosine distance to a unit query: the one computation
+    /// behind both the exact scan and the re-scoring, so both rank alike.
+    fn distance(&self, query: &[f32], row: usize) -> f64 {
+        1.0 - f32::dot(query, &self.vectors[row * self.dims..(row + 1) * self.dims]).unwrap_or(0.0)
+    }
+
+    /// The rows of the task starting at `start`, clipped to the rows still
+    /// there (rows may have been removed since the search counted them).
+    fn task_range(&self, start: usize) -> std::ops::Range<usize> {
+        start.min(self.len())..(start + ROWS_PER_TASK).min(self.len())
     }
 
     fn hit(&self, (score, row): (f64, usize)) -> ScoredResult {
@@ -449,9 +459,7 @@ impl CollectionCache {
             tokio::task::spawn_blocking(move || {
                 let datasets = cache.read();
                 let Some(index) = datasets.get(&dataset) else { return Vec::new() };
-                // Rows may have been removed since `rows` was read.
-                let range = start.min(index.len())..(start + ROWS_PER_TASK).min(index.len());
-                let best = index.scan(&query, range, limit, filter.as_ref().as_ref());
+                let best = index.scan(&query, index.task_range(start), limit, filter.as_ref().as_ref());
                 best.into_iter()
                     .map(|(score, row)| (score, index.ids[row], index.hit((score, row))))
                     .collect::<Vec<_>>()
@@ -487,8 +495,7 @@ impl CollectionCache {
             tokio::task::spawn_blocking(move || {
                 let datasets = cache.read();
                 let index = datasets.get(&dataset)?;
-                let range = start.min(index.len())..(start + ROWS_PER_TASK).min(index.len());
-                Some(index.estimate(&quantized, range, limit, filter.as_ref().as_ref()))
+                Some(index.estimate(&quantized, index.task_range(start), limit, filter.as_ref().as_ref()))
             })
         });
         let mut lowers = Vec::new();

@@ -115,6 +115,22 @@ fn edge_from_row(row: &QueryResult) -> Result<Edge> {
 }
 
 impl SqlGraphStore {
+    /// Runs a statement whose one result row holds a JSON array in `rows`
+    /// (an aggregate: see [`Self::edge_rows_json`]) and decodes its elements.
+    async fn json_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &str,
+        values: Vec<Value>,
+        what: &str,
+    ) -> Result<Vec<T>> {
+        let Some(row) = self.db.conn.query_one_raw(self.db.stmt(sql, values)).await.map_err(db_err)? else {
+            return Ok(Vec::new());
+        };
+        let text: String = row.try_get("", "rows").map_err(db_err)?;
+        serde_json::from_str(&text)
+            .map_err(|e| RecallError::backend_msg(format!("corrupt {what} in graph tables: {e}")))
+    }
+
     /// Edges of a dataset with an endpoint among `ids` (`column` is source_id or target_id).
     async fn edges_touching(
         &self,
@@ -151,12 +167,7 @@ impl SqlGraphStore {
              target_id IN ({set})) adjacent"
         );
         let values = vec![dataset.to_string().into(), id_array(ids)];
-        let Some(row) = self.db.conn.query_one_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? else {
-            return Ok(Vec::new());
-        };
-        let text: String = row.try_get("", "rows").map_err(db_err)?;
-        let found: Vec<String> = serde_json::from_str(&text)
-            .map_err(|e| RecallError::backend_msg(format!("corrupt edge rows in graph tables: {e}")))?;
+        let found: Vec<String> = self.json_rows(&sql, values, "edge endpoints").await?;
         found.iter().map(|id| parse_uuid(id)).collect()
     }
 
@@ -164,7 +175,8 @@ impl SqlGraphStore {
     /// `[source, relationship, target, edge_text, properties, document_ids]`
     /// rows: one result row however many edges, where a row per edge costs
     /// ~10 µs in the driver (a 2 000-edge search read took ~30 ms, most of it
-    /// per row). The provenance column is read only when projected.
+    /// per row). The provenance column is read only when projected (else
+    /// the sixth cell is null).
     fn edge_rows_json(&self, projection: EdgeProjection) -> &'static str {
         let provenance = projection.wants(PROVENANCE);
         match (self.db.backend(), provenance) {
@@ -174,7 +186,7 @@ impl SqlGraphStore {
             }
             (DbBackend::Postgres, false) => {
                 "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, edge_text, \
-                 properties::json)), '[]'::json)::text AS rows FROM graph_edges"
+                 properties::json, NULL::json)), '[]'::json)::text AS rows FROM graph_edges"
             }
             (_, true) => {
                 "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
@@ -182,36 +194,15 @@ impl SqlGraphStore {
             }
             (_, false) => {
                 "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
-                 json(properties))) AS rows FROM graph_edges"
+                 json(properties), NULL)) AS rows FROM graph_edges"
             }
         }
     }
 
     /// Runs an [`Self::edge_rows_json`] statement.
     async fn read_edges_json(&self, sql: &str, values: Vec<Value>, projection: EdgeProjection) -> Result<Vec<Edge>> {
-        let Some(row) = self.db.conn.query_one_raw(self.db.stmt(sql, values)).await.map_err(db_err)? else {
-            return Ok(Vec::new());
-        };
-        let text: String = row.try_get("", "rows").map_err(db_err)?;
-        let rows: Vec<Vec<Json>> = serde_json::from_str(&text)
-            .map_err(|e| RecallError::backend_msg(format!("corrupt edge rows in graph tables: {e}")))?;
-        rows.into_iter()
-            .map(|row| {
-                let mut cells = row.into_iter();
-                let mut text_cell = |what: &str| match cells.next() {
-                    Some(Json::String(s)) => Ok(Some(s)),
-                    Some(Json::Null) | None => Ok(None),
-                    Some(other) => Err(RecallError::backend_msg(format!("corrupt {what} in graph tables: {other}"))),
-                };
-                let source = text_cell("source_id")?.unwrap_or_default();
-                let relationship = text_cell("relationship_name")?.unwrap_or_default();
-                let target = text_cell("target_id")?.unwrap_or_default();
-                let edge_text = text_cell("edge_text")?;
-                let props = cells.next().unwrap_or(Json::Null);
-                let provenance = cells.next();
-                edge_from_parts((source, relationship, target, edge_text, props, provenance), projection)
-            })
-            .collect()
+        let rows: Vec<EdgeParts> = self.json_rows(sql, values, "edge rows").await?;
+        rows.into_iter().map(|parts| edge_from_parts(parts, projection)).collect()
     }
 
     /// Edges of a dataset with both endpoints among `ids`, filtered in SQL on
@@ -323,18 +314,14 @@ impl GraphStore for SqlGraphStore {
         let sql = format!("{rows} WHERE dataset_id = $1 AND id IN ({})", self.db.id_set(2));
         let values = vec![dataset.to_string().into(), id_array(ids)];
         let mut by_id = BTreeMap::new();
-        if let Some(row) = self.db.conn.query_one_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? {
-            let text: String = row.try_get("", "rows").map_err(db_err)?;
-            let rows: Vec<(String, String, Json)> = serde_json::from_str(&text)
-                .map_err(|e| RecallError::backend_msg(format!("corrupt node rows in graph tables: {e}")))?;
-            for (id, node_type, props) in rows {
-                let properties = match props {
-                    Json::Object(m) => m,
-                    _ => Map::new(),
-                };
-                let node = Node { id: parse_uuid(&id)?, node_type, properties };
-                by_id.insert(node.id, node);
-            }
+        let rows: Vec<(String, String, Json)> = self.json_rows(&sql, values, "node rows").await?;
+        for (id, node_type, props) in rows {
+            let properties = match props {
+                Json::Object(m) => m,
+                _ => Map::new(),
+            };
+            let node = Node { id: parse_uuid(&id)?, node_type, properties };
+            by_id.insert(node.id, node);
         }
         // Keep the caller's order.
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())

@@ -71,21 +71,16 @@ pub struct TripletSearch {
 }
 
 /// The edge properties of the memory fragment (spec/retrievers.md §2.1 step
-/// 7; `relationship_name` and `edge_text` are fields of every edge).
+/// 7; `relationship_name` and `edge_text` are fields of every edge). The last,
+/// `feedback_weight`, is projected only when feedback_influence > 0.
 const FRAGMENT_EDGE_PROPERTIES: &[&str] =
-    &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date"];
-/// The same with `feedback_weight`, projected when feedback_influence > 0.
-const FRAGMENT_EDGE_PROPERTIES_WITH_FEEDBACK: &[&str] =
     &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date", "feedback_weight"];
 
 impl TripletSearch {
     /// The edge properties this search projects.
     pub fn edge_projection(&self) -> EdgeProjection {
-        if self.feedback_influence > 0.0 {
-            EdgeProjection::Only(FRAGMENT_EDGE_PROPERTIES_WITH_FEEDBACK)
-        } else {
-            EdgeProjection::Only(FRAGMENT_EDGE_PROPERTIES)
-        }
+        let keys = FRAGMENT_EDGE_PROPERTIES.len() - usize::from(self.feedback_influence <= 0.0);
+        EdgeProjection::Only(&FRAGMENT_EDGE_PROPERTIES[..keys])
     }
 
     /// The search/recall defaults with the caller's options.
