@@ -592,12 +592,26 @@ async fn temporal_asks_the_llm_for_the_window_when_one_is_configured() {
     assert_eq!(user_of(&sent[0]), "What did Ada Lovelace publish back then?");
 }
 
-/// The pruned projection (seed–seed edges first, a seed's other edges only
-/// when they could still make the top k) ranks exactly like the whole 1-hop
+/// The pruned projection (seed–seed edge sketches first, then the edges of
+/// hit types, then a seed's other edges only when they could still make the
+/// top k; the winners read in full) ranks exactly like the whole 1-hop
 /// projection: for every k, the first k triplets of the unbounded ranking.
+/// On the memory store (the port's default sketch and key reads) and on
+/// SQLite (its type-key column and indexes).
 #[tokio::test]
 async fn pruned_triplet_search_equals_ranking_the_whole_projection() {
-    let graph = Arc::new(MemoryGraphStore::new());
+    pruned_search_equals_whole_projection(Arc::new(MemoryGraphStore::new())).await;
+}
+
+#[tokio::test]
+async fn pruned_triplet_search_equals_ranking_the_whole_projection_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("graph.db").display());
+    let db = recall_sql::SqlDatabase::connect(&url).await.unwrap();
+    pruned_search_equals_whole_projection(Arc::new(recall_sql::SqlGraphStore::new(db))).await;
+}
+
+async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
     let vectors = Arc::new(MemoryVectorStore::new());
     let embedder = Arc::new(HashingEmbedder::new(64).unwrap());
     let engine = EngineBuilder::new(
@@ -627,37 +641,55 @@ async fn pruned_triplet_search_equals_ranking_the_whole_projection() {
     engine.remember("d", &docs).await.unwrap();
     let user = engine.relational().users.find_user("default_user@example.com").await.unwrap().unwrap();
     let dataset = engine.relational().datasets.readable_datasets(&user).await.unwrap().remove(0);
-    let stored = graph.get_graph(dataset.id).await.unwrap();
+    let mut stored = graph.get_graph(dataset.id).await.unwrap();
     assert!(stored.edges.iter().any(|e| e.properties.contains_key("document_ids")), "relations carry provenance");
+    // Feedback on some edges and nodes, for the runs with feedback influence.
+    for (i, e) in stored.edges.iter_mut().enumerate() {
+        e.properties.insert("feedback_weight".into(), json!((i % 5) as f64 / 4.0));
+    }
+    for (i, n) in stored.nodes.iter_mut().enumerate() {
+        n.properties.insert("feedback_weight".into(), json!((i % 3) as f64 / 2.0));
+    }
+    graph.upsert_edges(dataset.id, &stored.edges).await.unwrap();
+    graph.upsert_nodes(dataset.id, &stored.nodes).await.unwrap();
     let ctx = RetrievalContext { dataset, graph, vectors, embedder, llm: None, data_version: 0 };
-    let params = |top_k: usize, wide: usize, penalty: f64| TripletSearch {
+    let params = |top_k: usize, wide: usize, penalty: f64, feedback_influence: f64| TripletSearch {
         top_k,
         wide_search_top_k: wide,
         penalty,
-        feedback_influence: 0.0,
+        feedback_influence,
         neighborhood_depth: None,
         neighborhood_seed_top_k: None,
         node_filter: None,
     };
     for query in ["Who met Engineer3 in Paris?", "Machine7", "Ada Lovelace and Alan Turing", "Vienna"] {
         // A small penalty lets edges to unmatched nodes compete with edges between hits.
-        for (wide, penalty) in [(5, 6.5), (100, 6.5), (5, 0.6), (100, 0.9), (20, 0.2)] {
+        for (wide, penalty, fi) in [
+            (5, 6.5, 0.0),
+            (100, 6.5, 0.0),
+            (5, 0.6, 0.0),
+            (100, 0.9, 0.0),
+            (20, 0.2, 0.0),
+            (100, 6.5, 0.7),
+            (5, 0.9, 0.3),
+        ] {
             // With top_k past every edge, nothing can be pruned: the reference.
-            let all = brute_force_triplet_search(&ctx, query, &params(1_000_000, wide, penalty)).await.unwrap();
+            let all = brute_force_triplet_search(&ctx, query, &params(1_000_000, wide, penalty, fi)).await.unwrap();
             assert!(all.len() > 20, "{query}: the projection has {} triplets", all.len());
             assert!(
                 all.iter().all(|t| !t.edge.properties.contains_key("document_ids")),
                 "the memory fragment projects Cognee's edge properties, never the provenance"
             );
             for k in [1, 3, 5, 10, 20] {
-                let top = brute_force_triplet_search(&ctx, query, &params(k, wide, penalty)).await.unwrap();
+                let top = brute_force_triplet_search(&ctx, query, &params(k, wide, penalty, fi)).await.unwrap();
                 let key =
                     |t: &Triplet| (t.edge.source_node_id, t.edge.relationship_name.clone(), t.edge.target_node_id);
                 assert_eq!(
                     top.iter().map(|t| (key(t), t.score)).collect::<Vec<_>>(),
                     all[..k].iter().map(|t| (key(t), t.score)).collect::<Vec<_>>(),
-                    "{query}, wide {wide}, penalty {penalty}, top {k}"
+                    "{query}, wide {wide}, penalty {penalty}, influence {fi}, top {k}"
                 );
+                assert_eq!(top, all[..k].to_vec(), "the winners read in full, as the reference read them");
             }
         }
     }

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
+use recall_core::ports::{EdgeKey, EdgeProjection, EdgeSketch, GraphStore, NodeSketch, Sketch};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
 use serde_json::{Map, Value as Json};
@@ -228,6 +228,113 @@ impl SqlGraphStore {
     }
 }
 
+/// A sketched edge as read: (source, relationship, target, type key,
+/// feedback weight); the type key is null only on a row no write has keyed.
+type EdgeSketchParts = (String, String, String, Option<String>, Option<Json>);
+
+impl SqlGraphStore {
+    /// The nodes' ids and weights, `feedback_weight` only when asked for.
+    async fn node_sketches(&self, dataset: DatasetId, ids: &[Uuid], feedback: bool) -> Result<Vec<NodeSketch>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = match (self.db.backend(), feedback) {
+            (DbBackend::Postgres, true) => {
+                "SELECT COALESCE(json_agg(json_build_array(id, properties::json -> 'importance_weight', \
+                 properties::json -> 'feedback_weight')), '[]'::json)::text AS rows FROM graph_nodes"
+            }
+            (DbBackend::Postgres, false) => {
+                "SELECT COALESCE(json_agg(json_build_array(id, properties::json -> 'importance_weight', NULL::json)), \
+                 '[]'::json)::text AS rows FROM graph_nodes"
+            }
+            (_, true) => {
+                "SELECT json_group_array(json_array(id, properties -> '$.importance_weight', \
+                 properties -> '$.feedback_weight')) AS rows FROM graph_nodes"
+            }
+            (_, false) => {
+                "SELECT json_group_array(json_array(id, properties -> '$.importance_weight', NULL)) AS rows \
+                 FROM graph_nodes"
+            }
+        };
+        let sql = format!("{rows} WHERE dataset_id = $1 AND id IN ({})", self.db.id_set(2));
+        let values = vec![dataset.to_string().into(), id_array(ids)];
+        let found: Vec<(String, Option<Json>, Option<Json>)> = self.json_rows(&sql, values, "node weights").await?;
+        found
+            .into_iter()
+            .map(|(id, importance_weight, feedback_weight)| {
+                Ok(NodeSketch {
+                    id: parse_uuid(&id)?,
+                    importance_weight: importance_weight.filter(|v| !v.is_null()),
+                    feedback_weight: feedback_weight.filter(|v| !v.is_null()),
+                })
+            })
+            .collect()
+    }
+
+    /// The edges between two of `ids`, sketched. Without feedback weights
+    /// the read is served by the `graph_edges_sketch` index alone (it holds
+    /// every column read), so no row, text or property is touched.
+    async fn edge_sketches(&self, dataset: DatasetId, ids: &[Uuid], feedback: bool) -> Result<Vec<EdgeSketch>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (rows, target) = match (self.db.backend(), feedback) {
+            (DbBackend::Postgres, true) => (
+                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, type_key, \
+                 properties::json -> 'feedback_weight')), '[]'::json)::text AS rows FROM graph_edges",
+                "target_id",
+            ),
+            (DbBackend::Postgres, false) => (
+                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, type_key, \
+                 NULL::json)), '[]'::json)::text AS rows FROM graph_edges",
+                "target_id",
+            ),
+            // `+target_id`: see edges_between.
+            (_, true) => (
+                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, type_key, \
+                 properties -> '$.feedback_weight')) AS rows FROM graph_edges",
+                "+target_id",
+            ),
+            (_, false) => (
+                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, type_key, NULL)) \
+                 AS rows FROM graph_edges",
+                "+target_id",
+            ),
+        };
+        let sql = format!(
+            "{rows} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
+            self.db.id_set(2),
+            self.db.id_set(3)
+        );
+        let set = id_array(ids);
+        let found: Vec<EdgeSketchParts> =
+            self.json_rows(&sql, vec![dataset.to_string().into(), set.clone(), set], "edge sketches").await?;
+        let mut unkeyed = Vec::new();
+        let mut edges = Vec::with_capacity(found.len());
+        for (source, relationship_name, target, type_key, feedback_weight) in found {
+            let (source_node_id, target_node_id) = (parse_uuid(&source)?, parse_uuid(&target)?);
+            let Some(type_key) = type_key else {
+                unkeyed.push((source_node_id, relationship_name, target_node_id));
+                continue;
+            };
+            edges.push(EdgeSketch {
+                source_node_id,
+                relationship_name,
+                target_node_id,
+                type_key: parse_uuid(&type_key)?,
+                feedback_weight: feedback_weight.filter(|v| !v.is_null()),
+            });
+        }
+        // A row no write has keyed (none after migration 4): keyed from its text.
+        if !unkeyed.is_empty() {
+            let projection = EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] });
+            let full = self.get_edges(dataset, &unkeyed, projection).await?;
+            edges.extend(Sketch::of(&Subgraph { nodes: Vec::new(), edges: full }, feedback).edges);
+        }
+        Ok(edges)
+    }
+}
+
 #[async_trait]
 impl GraphStore for SqlGraphStore {
     fn name(&self) -> &'static str {
@@ -278,12 +385,12 @@ impl GraphStore for SqlGraphStore {
         for chunk in edges.chunks(WRITE_BATCH) {
             let sql = format!(
                 "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties, \
-                 document_ids) VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) DO UPDATE \
-                 SET edge_text = excluded.edge_text, properties = excluded.properties, \
-                 document_ids = excluded.document_ids",
-                placeholders(chunk.len(), 7)
+                 document_ids, type_key) VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) \
+                 DO UPDATE SET edge_text = excluded.edge_text, properties = excluded.properties, \
+                 document_ids = excluded.document_ids, type_key = excluded.type_key",
+                placeholders(chunk.len(), 8)
             );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 7);
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 8);
             for e in chunk {
                 let (properties, provenance) = split_provenance(e);
                 values.push(dataset.to_string().into());
@@ -293,6 +400,7 @@ impl GraphStore for SqlGraphStore {
                 values.push(e.edge_text.clone().into());
                 values.push(properties.into());
                 values.push(provenance.into());
+                values.push(e.type_key().to_string().into());
             }
             txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
         }
@@ -382,6 +490,91 @@ impl GraphStore for SqlGraphStore {
             .collect();
         others.sort();
         let mut nodes = found;
+        nodes.extend(self.get_nodes(dataset, &others).await?);
+        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
+        Ok(Subgraph { nodes, edges })
+    }
+
+    /// Two aggregated reads: node weights, then edge keys and type keys
+    /// (from an index alone when no feedback weight is asked for).
+    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
+        let nodes = self.node_sketches(dataset, seeds, feedback).await?;
+        let found: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let edges = self.edge_sketches(dataset, &found, feedback).await?;
+        Ok(Sketch { nodes, edges })
+    }
+
+    /// By primary key: the sources through the index, the full keys against
+    /// a JSON list of `[source, relationship, target]` (one parameter each).
+    async fn get_edges(
+        &self,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        let mut edges = Vec::new();
+        for batch in keys.chunks(DELETE_BATCH) {
+            let mut sources: Vec<Uuid> = batch.iter().map(|k| k.0).collect();
+            sources.sort();
+            sources.dedup();
+            let listed = Json::from(
+                batch.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>(),
+            )
+            .to_string();
+            let key_set = match self.db.backend() {
+                DbBackend::Postgres => "SELECT k->>0, k->>1, k->>2 FROM json_array_elements($3::json) k".to_string(),
+                _ => "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($3)".to_string(),
+            };
+            let sql = format!(
+                "{} WHERE dataset_id = $1 AND source_id IN ({}) AND (source_id, relationship_name, target_id) IN ({key_set})",
+                self.edge_rows_json(edge_properties),
+                self.db.id_set(2),
+            );
+            let values = vec![dataset.to_string().into(), id_array(&sources), listed.into()];
+            edges.extend(self.read_edges_json(&sql, values, edge_properties).await?);
+        }
+        Ok(edges)
+    }
+
+    /// The matching edges through the `graph_edges_type_key` index (a hit's
+    /// type has few edges, where a hub has tens of thousands), then their
+    /// endpoints.
+    async fn edges_around_of_types(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        type_keys: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let mut nodes = self.get_nodes(dataset, ids).await?;
+        if nodes.is_empty() || type_keys.is_empty() {
+            return Ok(Subgraph { nodes, edges: Vec::new() });
+        }
+        // SQLite: the unary `+` keeps the endpoint indexes out of the plan.
+        let (source, target) = if self.db.backend() == DbBackend::Sqlite {
+            ("+source_id", "+target_id")
+        } else {
+            ("source_id", "target_id")
+        };
+        let seeds: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let sql = format!(
+            "{} WHERE dataset_id = $1 AND type_key IN ({}) AND ({source} IN ({set}) OR {target} IN ({set}))",
+            self.edge_rows_json(edge_properties),
+            self.db.id_set(2),
+            set = self.db.id_set(3),
+        );
+        let values = vec![dataset.to_string().into(), id_array(type_keys), id_array(&seeds)];
+        let mut edges = self.read_edges_json(&sql, values, edge_properties).await?;
+        let known: HashSet<Uuid> = seeds.iter().copied().collect();
+        let mut others: Vec<Uuid> = edges
+            .iter()
+            .flat_map(|e| [e.source_node_id, e.target_node_id])
+            .filter(|id| !known.contains(id))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        others.sort();
         nodes.extend(self.get_nodes(dataset, &others).await?);
         let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
         edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));

@@ -171,6 +171,107 @@ impl MigrationTrait for M20261202EdgeProvenance {
     }
 }
 
+/// Migration 4: each edge's type key (`Edge::type_key`, the id of the
+/// EdgeType vector row that scores it) in a column, with two indexes: by
+/// endpoint key and type key together, so a search's ranking reads the keys
+/// between its seeds from the index alone (no text, no properties, no row);
+/// and by type key, so the edges of a hit type are found without reading a
+/// hub's every edge. Existing rows are keyed in batches (the key is a uuid5,
+/// computed here). Idempotent: a crash before the migration is recorded
+/// re-runs it and keys what is left.
+struct M20261203EdgeTypeKey;
+
+impl MigrationName for M20261203EdgeTypeKey {
+    fn name(&self) -> &str {
+        "m20261203_000004_edge_type_key"
+    }
+}
+
+/// Rows keyed per statement by migration 4.
+const KEY_BATCH: u64 = 2_000;
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261203EdgeTypeKey {
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let backend = conn.get_database_backend();
+        if !manager.has_column("graph_edges", "type_key").await? {
+            conn.execute_unprepared("ALTER TABLE graph_edges ADD COLUMN type_key TEXT").await?;
+        }
+        let update = match backend {
+            sea_orm::DbBackend::Postgres => {
+                "UPDATE graph_edges SET type_key = v.k FROM (SELECT e->>0 AS d, e->>1 AS s, e->>2 AS r, e->>3 AS t, \
+                 e->>4 AS k FROM json_array_elements($1::json) e) v WHERE graph_edges.dataset_id = v.d AND \
+                 graph_edges.source_id = v.s AND graph_edges.relationship_name = v.r AND graph_edges.target_id = v.t"
+            }
+            _ => {
+                "UPDATE graph_edges SET type_key = v.k FROM (SELECT value ->> 0 AS d, value ->> 1 AS s, \
+                 value ->> 2 AS r, value ->> 3 AS t, value ->> 4 AS k FROM json_each($1)) v WHERE \
+                 graph_edges.dataset_id = v.d AND graph_edges.source_id = v.s AND \
+                 graph_edges.relationship_name = v.r AND graph_edges.target_id = v.t"
+            }
+        };
+        // Keyset pages in primary-key order; edge_text comes before the
+        // provenance column, so SQLite reads no overflow page of a long list.
+        let mut after: Option<(String, String, String, String)> = None;
+        loop {
+            let (filter, values): (&str, Vec<sea_orm::Value>) = match &after {
+                None => ("", vec![]),
+                Some((d, s, r, t)) => (
+                    " AND (dataset_id, source_id, relationship_name, target_id) > ($1, $2, $3, $4)",
+                    vec![d.clone().into(), s.clone().into(), r.clone().into(), t.clone().into()],
+                ),
+            };
+            let sql = format!(
+                "SELECT dataset_id, source_id, relationship_name, target_id, edge_text FROM graph_edges \
+                 WHERE type_key IS NULL{filter} ORDER BY dataset_id, source_id, relationship_name, target_id \
+                 LIMIT {KEY_BATCH}"
+            );
+            let rows = conn.query_all_raw(sea_orm::Statement::from_sql_and_values(backend, &sql, values)).await?;
+            let Some(last) = rows.last() else { break };
+            let mut keyed = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let d: String = row.try_get("", "dataset_id")?;
+                let s: String = row.try_get("", "source_id")?;
+                let r: String = row.try_get("", "relationship_name")?;
+                let t: String = row.try_get("", "target_id")?;
+                let text: Option<String> = row.try_get("", "edge_text")?;
+                let key = recall_core::ids::edge_type_key(text.as_deref(), &r).to_string();
+                keyed.push(serde_json::json!([d, s, r, t, key]));
+            }
+            let listed = serde_json::Value::from(keyed).to_string();
+            conn.execute_raw(sea_orm::Statement::from_sql_and_values(backend, update, vec![listed.into()])).await?;
+            after = Some((
+                last.try_get("", "dataset_id")?,
+                last.try_get("", "source_id")?,
+                last.try_get("", "relationship_name")?,
+                last.try_get("", "target_id")?,
+            ));
+            if (rows.len() as u64) < KEY_BATCH {
+                break;
+            }
+        }
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS graph_edges_sketch ON graph_edges \
+             (dataset_id, source_id, relationship_name, target_id, type_key)",
+        )
+        .await?;
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS graph_edges_type_key ON graph_edges (dataset_id, type_key)",
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_edges_sketch").await?;
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_edges_type_key").await?;
+        conn.execute_unprepared("ALTER TABLE graph_edges DROP COLUMN type_key").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -203,7 +304,12 @@ pub struct Migrator;
 
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(M20261130Initial), Box::new(M20261201History), Box::new(M20261202EdgeProvenance)]
+        vec![
+            Box::new(M20261130Initial),
+            Box::new(M20261201History),
+            Box::new(M20261202EdgeProvenance),
+            Box::new(M20261203EdgeTypeKey),
+        ]
     }
 }
 

@@ -48,7 +48,7 @@ async fn migrations_are_recorded_once() {
         .unwrap()
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
-    assert_eq!(n, 3, "each migration is applied once and recorded");
+    assert_eq!(n, 4, "each migration is applied once and recorded");
 }
 
 #[tokio::test]
@@ -56,6 +56,13 @@ async fn sqlite_edges_from_before_the_provenance_column_upgrade() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("old-edges.db").display());
     common::edges_from_before_the_provenance_column_upgrade(&url).await;
+}
+
+#[tokio::test]
+async fn sqlite_edges_from_before_the_type_key_upgrade() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("unkeyed-edges.db").display());
+    common::edges_from_before_the_type_key_upgrade(&url).await;
 }
 
 #[tokio::test]

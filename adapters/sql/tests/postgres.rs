@@ -62,6 +62,13 @@ async fn postgres_relational_store_conforms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_edges_from_before_the_type_key_upgrade() {
+    let Some((url, name)) = throwaway_database("typekey").await else { return };
+    common::edges_from_before_the_type_key_upgrade(&url).await;
+    drop_database(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_edges_from_before_the_provenance_column_upgrade() {
     let Some((url, name)) = throwaway_database("provenance").await else { return };
     common::edges_from_before_the_provenance_column_upgrade(&url).await;

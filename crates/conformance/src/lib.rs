@@ -36,6 +36,7 @@ fn node(id: Uuid, node_type: &str, name: &str) -> Node {
 pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: usize) {
     graph_roundtrip_and_projection(store.as_ref()).await;
     graph_edge_properties(store.as_ref()).await;
+    graph_sketches_and_key_reads(store.as_ref()).await;
     graph_scope_isolation(store.as_ref()).await;
     graph_deletes(store.as_ref()).await;
     graph_concurrent_writers(store.clone()).await;
@@ -187,6 +188,105 @@ async fn graph_edge_properties(store: &dyn GraphStore) {
     assert_eq!(store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap().edges, vec![plain]);
     store.upsert_edges(ds, &[taught.clone()]).await.unwrap();
     assert_eq!(find(&store.get_graph(ds).await.unwrap().edges, "taught"), taught);
+    store.delete_dataset(ds).await.unwrap();
+}
+
+/// The reads behind a pruned triplet search: sketches (keys, type keys and
+/// weights), edges by key, and the edges of given types around some nodes.
+async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
+    let ds = fresh_dataset();
+    let (a, b, c, hub) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let mut alice = node(a, "Entity", "alice");
+    alice.properties.insert("feedback_weight".into(), json!(0.9));
+    let mut bob = node(b, "Entity", "bob");
+    bob.properties.remove("importance_weight");
+    let spokes: Vec<Uuid> = (0..30).map(|_| Uuid::new_v4()).collect();
+    let mut nodes = vec![alice, bob, node(c, "EntityType", "person"), node(hub, "Entity", "hub")];
+    nodes.extend(spokes.iter().map(|s| node(*s, "DocumentChunk", "spoke")));
+    store.upsert_nodes(ds, &nodes).await.unwrap();
+    let mut taught = Edge::new(a, "taught", b).with_text("Alice taught Bob.");
+    taught.properties.insert("feedback_weight".into(), json!(0.75));
+    let is_a = Edge::new(a, "is_a", c);
+    let likes = Edge::new(c, "likes", hub).with_text("person likes hub.");
+    let contains: Vec<Edge> = spokes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Edge::new(*s, "contains", hub).with_text(format!("spoke {i} contains hub.")))
+        .collect();
+    let mut edges = vec![taught.clone(), is_a.clone(), likes.clone()];
+    edges.extend(contains.iter().cloned());
+    store.upsert_edges(ds, &edges).await.unwrap();
+
+    let mut sketch = store.sketch_between(ds, &[a, b, c, Uuid::new_v4()], false).await.unwrap();
+    sketch.nodes.sort_by_key(|n| n.id);
+    sketch.edges.sort_by_key(|e| e.key());
+    let mut want_nodes = vec![(a, Some(json!(0.5))), (b, None), (c, Some(json!(0.5)))];
+    want_nodes.sort_by_key(|n| n.0);
+    let got: Vec<(Uuid, Option<Value>)> = sketch.nodes.iter().map(|n| (n.id, n.importance_weight.clone())).collect();
+    assert_eq!(got, want_nodes, "the found seeds with their importance weights");
+    assert!(sketch.nodes.iter().all(|n| n.feedback_weight.is_none()), "no feedback weight unless asked for");
+    let mut want_edges = vec![(taught.key(), taught.type_key()), (is_a.key(), is_a.type_key())];
+    want_edges.sort();
+    let got: Vec<_> = sketch.edges.iter().map(|e| (e.key(), e.type_key)).collect();
+    assert_eq!(got, want_edges, "the edges between two seeds, keyed by their type (text, else name)");
+    assert!(sketch.edges.iter().all(|e| e.feedback_weight.is_none()));
+    let with_feedback = store.sketch_between(ds, &[a, b], true).await.unwrap();
+    let alice = with_feedback.nodes.iter().find(|n| n.id == a).unwrap();
+    assert_eq!(alice.feedback_weight, Some(json!(0.9)));
+    assert_eq!(with_feedback.edges.len(), 1);
+    assert_eq!(with_feedback.edges[0].feedback_weight, Some(json!(0.75)));
+    assert_eq!(store.sketch_between(ds, &[Uuid::new_v4()], false).await.unwrap(), Default::default());
+
+    // Edges by key: unknown keys skipped, the projection applied, texts read.
+    let only: &'static [&'static str] = &["edge_object_id"];
+    let mut got = store
+        .get_edges(ds, &[taught.key(), contains[5].key(), (a, "taught".into(), c)], EdgeProjection::Only(only))
+        .await
+        .unwrap();
+    got.sort_by_key(|e| e.key());
+    let mut want: Vec<Edge> = [taught.clone(), contains[5].clone()]
+        .into_iter()
+        .map(|mut e| {
+            e.properties.retain(|k, _| k == "edge_object_id");
+            e
+        })
+        .collect();
+    want.sort_by_key(|e| e.key());
+    assert_eq!(got, want);
+    assert!(store.get_edges(ds, &[], EdgeProjection::All).await.unwrap().is_empty());
+
+    // Edges of given types around the hub: two of its 31, and their endpoints.
+    let sub = store
+        .edges_around_of_types(
+            ds,
+            &[hub],
+            &[contains[7].type_key(), likes.type_key(), Uuid::new_v4()],
+            EdgeProjection::All,
+        )
+        .await
+        .unwrap();
+    let mut got: Vec<Edge> = sub.edges.clone();
+    got.sort_by_key(|e| e.key());
+    let mut want = vec![contains[7].clone(), likes.clone()];
+    want.sort_by_key(|e| e.key());
+    assert_eq!(got, want);
+    let mut ids: Vec<Uuid> = sub.nodes.iter().map(|n| n.id).collect();
+    ids.sort();
+    ids.dedup();
+    let mut want_ids = vec![hub, spokes[7], c];
+    want_ids.sort();
+    assert_eq!(ids, want_ids, "the nodes asked about and the kept edges' other endpoints");
+    let sub = store.edges_around_of_types(ds, &[b], &[taught.type_key()], EdgeProjection::Only(&[])).await.unwrap();
+    assert_eq!(sub.edges.len(), 1, "incoming edges count too");
+    assert!(sub.edges[0].properties.is_empty());
+    assert!(store.edges_around_of_types(ds, &[hub], &[], EdgeProjection::All).await.unwrap().edges.is_empty());
+
+    // A rewritten text re-keys the edge.
+    let retold = taught.clone().with_text("Alice mentored Bob.");
+    store.upsert_edges(ds, &[retold.clone()]).await.unwrap();
+    let sketch = store.sketch_between(ds, &[a, b], false).await.unwrap();
+    assert_eq!(sketch.edges[0].type_key, retold.type_key());
+    assert_ne!(retold.type_key(), taught.type_key());
     store.delete_dataset(ds).await.unwrap();
 }
 

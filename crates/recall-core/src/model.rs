@@ -223,6 +223,16 @@ impl Edge {
         self.edge_text = Some(text.into());
         self
     }
+
+    /// Its identity: (source, relationship_name, target).
+    pub fn key(&self) -> crate::ports::EdgeKey {
+        (self.source_node_id, self.relationship_name.clone(), self.target_node_id)
+    }
+
+    /// The key of its type ([`ids::edge_type_key`]).
+    pub fn type_key(&self) -> Uuid {
+        ids::edge_type_key(self.edge_text.as_deref(), &self.relationship_name)
+    }
 }
 
 /// The part of the graph around some seed nodes.

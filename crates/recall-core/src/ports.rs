@@ -53,6 +53,79 @@ impl EdgeProjection {
     }
 }
 
+/// A node as a triplet ranking reads it: its id and the weights that scale
+/// its score (raw values; a ranking decides what an invalid one means).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSketch {
+    pub id: Uuid,
+    pub importance_weight: Option<Value>,
+    /// Read only when asked for (feedback influence > 0).
+    pub feedback_weight: Option<Value>,
+}
+
+/// An edge as a triplet ranking reads it: its key, its type key (which
+/// vector hit scores it) and its feedback weight; no text, no other property.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeSketch {
+    pub source_node_id: Uuid,
+    pub relationship_name: String,
+    pub target_node_id: Uuid,
+    /// [`Edge::type_key`].
+    pub type_key: Uuid,
+    /// Read only when asked for (feedback influence > 0).
+    pub feedback_weight: Option<Value>,
+}
+
+impl EdgeSketch {
+    pub fn key(&self) -> EdgeKey {
+        (self.source_node_id, self.relationship_name.clone(), self.target_node_id)
+    }
+}
+
+/// A projection reduced to what a triplet ranking reads: scoring a memory
+/// fragment needs neither texts nor most properties, and the winners are
+/// read in full afterwards ([`GraphStore::get_edges`], [`GraphStore::get_nodes`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sketch {
+    pub nodes: Vec<NodeSketch>,
+    pub edges: Vec<EdgeSketch>,
+}
+
+impl Sketch {
+    /// A full projection's sketch: the same nodes and edges, in order.
+    pub fn of(graph: &Subgraph, feedback: bool) -> Self {
+        let weight = |props: &Map<String, Value>, key: &str| props.get(key).cloned();
+        Self {
+            nodes: graph
+                .nodes
+                .iter()
+                .map(|n| NodeSketch {
+                    id: n.id,
+                    importance_weight: weight(&n.properties, "importance_weight"),
+                    feedback_weight: if feedback { weight(&n.properties, "feedback_weight") } else { None },
+                })
+                .collect(),
+            edges: graph
+                .edges
+                .iter()
+                .map(|e| EdgeSketch {
+                    source_node_id: e.source_node_id,
+                    relationship_name: e.relationship_name.clone(),
+                    target_node_id: e.target_node_id,
+                    type_key: e.type_key(),
+                    feedback_weight: if feedback { weight(&e.properties, "feedback_weight") } else { None },
+                })
+                .collect(),
+        }
+    }
+
+    /// Appends another sketch (a ranking keeps the first of repeated keys).
+    pub fn extend(&mut self, other: Sketch) {
+        self.nodes.extend(other.nodes);
+        self.edges.extend(other.edges);
+    }
+}
+
 /// A property graph of typed nodes and named edges, partitioned by dataset.
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
@@ -99,6 +172,62 @@ pub trait GraphStore: Send + Sync {
             .filter(|e| seeds.contains(&e.source_node_id) || seeds.contains(&e.target_node_id))
             .collect();
         Ok(Subgraph { nodes: sub.nodes, edges })
+    }
+
+    /// [`GraphStore::neighborhood`] at depth 0 (the seeds and the edges
+    /// between two of them) as a [`Sketch`]: what a triplet ranking reads,
+    /// with the feedback weights when `feedback`. The default reduces the
+    /// full read; the SQL store reads the type keys it keeps in a column.
+    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
+        let projection = EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] });
+        let graph = self.neighborhood(dataset, seeds, 0, projection).await?;
+        Ok(Sketch::of(&graph, feedback))
+    }
+
+    /// The edges with these keys, with the properties of `edge_properties`;
+    /// unknown keys are skipped, the order is the store's. The default reads
+    /// the edges between the keys' endpoints.
+    async fn get_edges(
+        &self,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
+        ends.sort();
+        ends.dedup();
+        let wanted: std::collections::HashSet<(Uuid, &str, Uuid)> =
+            keys.iter().map(|k| (k.0, k.1.as_str(), k.2)).collect();
+        let graph = self.neighborhood(dataset, &ends, 0, edge_properties).await?;
+        Ok(graph
+            .edges
+            .into_iter()
+            .filter(|e| wanted.contains(&(e.source_node_id, e.relationship_name.as_str(), e.target_node_id)))
+            .collect())
+    }
+
+    /// [`GraphStore::edges_around`] restricted to the edges whose
+    /// [`Edge::type_key`] is among `type_keys`: the edges a vector hit on
+    /// the edge collection scores, found without reading a hub's every edge.
+    /// The nodes are `ids` and the kept edges' endpoints. The default
+    /// filters `edges_around`; the SQL store reads them by an index on the key.
+    async fn edges_around_of_types(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        type_keys: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let types: std::collections::HashSet<&Uuid> = type_keys.iter().collect();
+        let mut sub = self.edges_around(dataset, ids, edge_properties).await?;
+        sub.edges.retain(|e| types.contains(&e.type_key()));
+        let keep: std::collections::HashSet<Uuid> =
+            sub.edges.iter().flat_map(|e| [e.source_node_id, e.target_node_id]).chain(ids.iter().copied()).collect();
+        sub.nodes.retain(|n| keep.contains(&n.id));
+        Ok(sub)
     }
 
     /// Every node and edge of one dataset (for exports, indexes and forget).

@@ -6,6 +6,7 @@ use recall_sql::{Migrator, SqlDatabase, SqlGraphStore};
 use sea_orm::{ConnectionTrait, Statement};
 use sea_orm_migration::MigratorTrait;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use uuid::Uuid;
 
 /// A database written before edge provenance had a column of its own (its
@@ -31,8 +32,9 @@ pub async fn edges_from_before_the_provenance_column_upgrade(url: &str) {
         let store = SqlGraphStore::new(db.clone());
         store.upsert_nodes(ds, &[node(a, "ada"), node(b, "bob"), node(c, "cobol")]).await.unwrap();
         store.upsert_edges(ds, &[taught.clone(), plain.clone()]).await.unwrap();
-        // Back to the old layout: the provenance returns into `properties`.
-        Migrator::down(db.connection(), Some(1)).await.unwrap();
+        // Back to the old layout (migrations 4 and 3 undone): the provenance
+        // returns into `properties`.
+        Migrator::down(db.connection(), Some(2)).await.unwrap();
         // An edge as the old release wrote it.
         let props = Value::Object(studied.properties.clone()).to_string();
         let insert = format!(
@@ -99,4 +101,64 @@ pub async fn edges_from_before_the_provenance_column_upgrade(url: &str) {
         ],
         "the provenance lives in its own column"
     );
+}
+
+/// A database written before edges had a type-key column upgrades on
+/// connect: every edge, over several keying pages, gets the key of its text
+/// (else its name); sketches read it; and the migration rolls back.
+pub async fn edges_from_before_the_type_key_upgrade(url: &str) {
+    let ds = DatasetId(Uuid::new_v4());
+    let hub = Uuid::new_v4();
+    let spokes: Vec<Uuid> = (0..4_500).map(|_| Uuid::new_v4()).collect();
+    let nodes: Vec<Node> = std::iter::once(hub)
+        .chain(spokes.iter().copied())
+        .map(|id| Node { id, node_type: "Entity".into(), properties: Default::default() })
+        .collect();
+    // Every third edge has no text: keyed by its relationship name.
+    let edges: Vec<Edge> = spokes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let e = Edge::new(*s, "contains", hub);
+            if i % 3 == 0 {
+                e
+            } else {
+                e.with_text(format!("spoke {i} contains the hub."))
+            }
+        })
+        .collect();
+    {
+        let db = SqlDatabase::connect(url).await.unwrap();
+        let store = SqlGraphStore::new(db.clone());
+        store.upsert_nodes(ds, &nodes).await.unwrap();
+        store.upsert_edges(ds, &edges).await.unwrap();
+        Migrator::down(db.connection(), Some(1)).await.unwrap();
+        let schema = sea_orm_migration::SchemaManager::new(db.connection());
+        assert!(!schema.has_column("graph_edges", "type_key").await.unwrap(), "down drops the column");
+        assert!(!schema.has_index("graph_edges", "graph_edges_type_key").await.unwrap(), "and its indexes");
+    }
+    let db = SqlDatabase::connect(url).await.unwrap();
+    let schema = sea_orm_migration::SchemaManager::new(db.connection());
+    assert!(schema.has_index("graph_edges", "graph_edges_sketch").await.unwrap());
+    let rows = db
+        .connection()
+        .query_all_raw(Statement::from_string(
+            db.backend(),
+            format!("SELECT source_id, type_key FROM graph_edges WHERE dataset_id = '{ds}'"),
+        ))
+        .await
+        .unwrap();
+    let stored: BTreeMap<String, Option<String>> =
+        rows.iter().map(|r| (r.try_get("", "source_id").unwrap(), r.try_get("", "type_key").unwrap())).collect();
+    let want: BTreeMap<String, Option<String>> =
+        edges.iter().map(|e| (e.source_node_id.to_string(), Some(e.type_key().to_string()))).collect();
+    assert_eq!(stored, want, "every edge keyed by its text, else its name");
+    let store = SqlGraphStore::new(db);
+    let sketch = store.sketch_between(ds, &[hub, spokes[0], spokes[1]], false).await.unwrap();
+    let mut keys: Vec<Uuid> = sketch.edges.iter().map(|e| e.type_key).collect();
+    keys.sort();
+    let mut want = vec![edges[0].type_key(), edges[1].type_key()];
+    want.sort();
+    assert_eq!(keys, want);
+    assert_ne!(edges[0].type_key(), edges[1].type_key());
 }

@@ -6,12 +6,11 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
-use recall_core::ids;
 use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, EDGE_TYPE_RELATIONSHIP_NAME, ENTITY_NAME, ENTITY_TYPE_NAME, GLOBAL_CONTEXT_SUMMARY_TEXT,
     TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT,
 };
-use recall_core::ports::{EdgeProjection, NodeSetFilter, ScoredResult};
+use recall_core::ports::{EdgeKey, EdgeProjection, NodeSetFilter, NodeSketch, ScoredResult, Sketch};
 use recall_core::{Edge, Node, RecallError, Result, Subgraph};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -165,66 +164,99 @@ pub async fn brute_force_triplet_search(
 
 /// Projects the memory fragment and ranks its triplets.
 ///
-/// The default projection (every edge touching a seed) is computed lazily
-/// and exactly: the edges between two seeds are ranked first, and a seed's
-/// other edges are read only when they could still beat (or tie) the
-/// `top_k`-th score found so far — an edge with a non-seed endpoint scores
-/// at least `seed score + unmatched-node floor + best edge score`. The
-/// result equals ranking the whole 1-hop projection.
+/// The default projection (every edge touching a seed) is ranked lazily and
+/// exactly, on sketches (keys, type keys and weights; no text): the edges
+/// between two seeds first; then the edges of a hit type around the seeds
+/// that could still reach the `top_k`-th score; then, around the seeds that
+/// could reach it even through an unmatched edge, every edge. An edge left
+/// unread scores above the final `top_k`-th score, so the result equals
+/// ranking the whole 1-hop projection. Only the winners are read in full.
 async fn rank_projection(
     ctx: &RetrievalContext,
     params: &TripletSearch,
     node_distance: &HashMap<Uuid, f64>,
     edge_distance: &HashMap<Uuid, f64>,
 ) -> Result<Vec<Triplet>> {
+    let feedback = params.feedback_influence > 0.0;
     if params.neighborhood_depth.is_some() || params.node_filter.is_some() {
         let fragment = project(ctx, params, node_distance).await?;
-        return Ok(rank_triplets(&fragment, node_distance, edge_distance, params));
+        return Ok(triplets_of(&fragment, node_distance, edge_distance, params));
     }
     let dataset = ctx.dataset.id;
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
     let read = std::time::Instant::now();
-    let core = if ids.is_empty() {
-        Subgraph::default()
-    } else {
-        ctx.graph.neighborhood(dataset, &ids, 0, params.edge_projection()).await?
-    };
+    let mut sketch =
+        if ids.is_empty() { Sketch::default() } else { ctx.graph.sketch_between(dataset, &ids, feedback).await? };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
-    let first = rank_triplets(&core, node_distance, edge_distance, params);
-    let threshold = match first.last() {
-        Some(last) if first.len() >= params.top_k => last.score,
-        _ => f64::INFINITY,
+    let seeds: Vec<(Uuid, f64)> = sketch.nodes.iter().map(|n| (n.id, node_score(n, node_distance, params))).collect();
+    let mut ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
+    let core_edges = sketch.edges.len();
+
+    // Edges of a hit type: at least seed + unmatched node + best hit.
+    let hit_floor = unmatched_node_floor(params) + best_hit_score(edge_distance, params);
+    let reach = |floor: f64, ranked: &[(f64, usize)]| -> Vec<Uuid> {
+        let threshold = kth_score(ranked, params.top_k);
+        seeds.iter().filter(|(_, score)| score + floor <= threshold + TIE_EPSILON).map(|(id, _)| *id).collect()
     };
-    let floor = unmatched_node_floor(params) + best_edge_score(edge_distance, params);
-    let expand: Vec<Uuid> = core
-        .nodes
-        .iter()
-        .filter(|n| node_score(n, node_distance, params) + floor <= threshold + TIE_EPSILON)
-        .map(|n| n.id)
-        .collect();
+    let by_type = reach(hit_floor, &ranked);
+    if !by_type.is_empty() {
+        let mut types: Vec<Uuid> = edge_distance.keys().copied().collect();
+        types.sort();
+        let around = ctx.graph.edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?;
+        sketch.extend(Sketch::of(&around, feedback));
+        ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
+    }
+    // Any other edge: at least seed + unmatched node + unmatched edge.
+    let miss_floor = unmatched_node_floor(params) + element_score(params.penalty, EDGE_IMPORTANCE, 0.5, params);
+    let every = reach(miss_floor, &ranked);
+    if !every.is_empty() {
+        let around = ctx.graph.edges_around(dataset, &every, params.edge_projection()).await?;
+        sketch.extend(Sketch::of(&around, feedback));
+        ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
+    }
     tracing::debug!(
-        seeds = ids.len(),
-        core_edges = core.edges.len(),
-        expanded = expand.len(),
-        threshold,
+        seeds = seeds.len(),
+        core_edges,
+        expanded_by_type = by_type.len(),
+        expanded = every.len(),
         read_ms,
         "pruned projection"
     );
-    if expand.is_empty() && !first.is_empty() {
-        return Ok(first);
-    }
-    let mut fragment = core;
-    if !expand.is_empty() {
-        let around = ctx.graph.edges_around(dataset, &expand, params.edge_projection()).await?;
-        fragment.nodes.extend(around.nodes);
-        fragment.edges.extend(around.edges);
-    }
-    if fragment.edges.is_empty() {
+    if sketch.edges.is_empty() {
         // Nothing touches the hits: Cognee ranks the whole graph.
-        fragment = ctx.graph.get_graph(dataset).await?;
+        let fragment = ctx.graph.get_graph(dataset).await?;
+        return Ok(triplets_of(&fragment, node_distance, edge_distance, params));
     }
-    Ok(rank_triplets(&fragment, node_distance, edge_distance, params))
+    // The winners, read in full.
+    let keys: Vec<EdgeKey> = ranked.iter().map(|(_, i)| sketch.edges[*i].key()).collect();
+    let edges = ctx.graph.get_edges(dataset, &keys, params.edge_projection()).await?;
+    let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
+    ends.sort();
+    ends.dedup();
+    let nodes: HashMap<Uuid, Node> =
+        ctx.graph.get_nodes(dataset, &ends).await?.into_iter().map(|n| (n.id, n)).collect();
+    let mut edges: HashMap<EdgeKey, Edge> =
+        edges.into_iter().map(|e| ((e.source_node_id, e.relationship_name.clone(), e.target_node_id), e)).collect();
+    // A winner deleted since the sketch was read is left out.
+    Ok(ranked
+        .into_iter()
+        .zip(keys)
+        .filter_map(|((score, _), key)| {
+            let edge = edges.remove(&key)?;
+            let node1 = nodes.get(&key.0)?.clone();
+            let node2 = nodes.get(&key.2)?.clone();
+            Some(Triplet { node1, edge, node2, score })
+        })
+        .collect())
+}
+
+/// The `k`-th best score ranked so far; infinite while fewer are ranked.
+fn kth_score(ranked: &[(f64, usize)], k: usize) -> f64 {
+    match ranked.last() {
+        Some((score, _)) if ranked.len() >= k => *score,
+        _ => f64::INFINITY,
+    }
 }
 
 /// Rounding slack when comparing a bound with a ranked score (sums of the
@@ -239,15 +271,10 @@ fn unmatched_node_floor(params: &TripletSearch) -> f64 {
     p.min(2.0 * p)
 }
 
-/// The lowest score any edge can have: the best of its possible distances
-/// (each hit, or the penalty) with the most favourable feedback.
-fn best_edge_score(edge_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
-    edge_distance
-        .values()
-        .copied()
-        .chain(std::iter::once(params.penalty))
-        .map(|d| element_score(d, EDGE_IMPORTANCE, 1.0, params))
-        .fold(f64::INFINITY, f64::min)
+/// The lowest score an edge of a hit type can have: its hit's distance with
+/// the most favourable feedback; infinite without hits.
+fn best_hit_score(edge_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
+    edge_distance.values().map(|d| element_score(*d, EDGE_IMPORTANCE, 1.0, params)).fold(f64::INFINITY, f64::min)
 }
 
 /// The memory fragment of the explicit projections: k hops around the
@@ -279,14 +306,14 @@ async fn project(
 /// Edges carry no importance of their own: the neutral weight.
 const EDGE_IMPORTANCE: f64 = 0.5;
 
-/// A weight property in [0, 1] (Cognee's DataPoint bounds); 0.5 when absent.
-fn weight(props: &serde_json::Map<String, Value>, key: &str) -> f64 {
-    props.get(key).and_then(Value::as_f64).filter(|w| w.is_finite()).map_or(0.5, |w| w.clamp(0.0, 1.0))
+/// A weight in [0, 1] (Cognee's DataPoint bounds); 0.5 when absent or invalid.
+fn weight(value: Option<&Value>) -> f64 {
+    value.and_then(Value::as_f64).filter(|w| w.is_finite()).map_or(0.5, |w| w.clamp(0.0, 1.0))
 }
 
-fn node_score(n: &Node, node_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
+fn node_score(n: &NodeSketch, node_distance: &HashMap<Uuid, f64>, params: &TripletSearch) -> f64 {
     let d = node_distance.get(&n.id).copied().unwrap_or(params.penalty);
-    element_score(d, weight(&n.properties, "importance_weight"), weight(&n.properties, "feedback_weight"), params)
+    element_score(d, weight(n.importance_weight.as_ref()), weight(n.feedback_weight.as_ref()), params)
 }
 
 /// One element's contribution (retrievers.md §2.1 step 10).
@@ -299,23 +326,23 @@ fn element_score(distance: f64, importance: f64, feedback: f64, params: &Triplet
     d
 }
 
-/// Ranks a fragment's triplets by reference; only the `top_k` winners are cloned.
-fn rank_triplets(
-    fragment: &Subgraph,
+/// Ranks a sketch's edges: the `top_k` lowest scores as (score, edge
+/// index), best first. An edge repeated keeps its first occurrence; an edge
+/// with an endpoint not in the sketch is skipped; ties go in edge-key order,
+/// so every store ranks alike.
+fn rank_sketch(
+    sketch: &Sketch,
     node_distance: &HashMap<Uuid, f64>,
     edge_distance: &HashMap<Uuid, f64>,
     params: &TripletSearch,
-) -> Vec<Triplet> {
-    let mut nodes: HashMap<Uuid, &Node> = HashMap::with_capacity(fragment.nodes.len());
-    for n in &fragment.nodes {
-        nodes.entry(n.id).or_insert(n);
+) -> Vec<(f64, usize)> {
+    let mut node_scores: HashMap<Uuid, f64> = HashMap::with_capacity(sketch.nodes.len());
+    for n in &sketch.nodes {
+        node_scores.entry(n.id).or_insert_with(|| node_score(n, node_distance, params));
     }
-    let node_scores: HashMap<Uuid, f64> =
-        nodes.values().map(|n| (n.id, node_score(n, node_distance, params))).collect();
-    // Score every edge by reference; clone only the winners.
-    let mut seen_edges = HashSet::with_capacity(fragment.edges.len());
-    let mut scored: Vec<(f64, usize)> = Vec::with_capacity(fragment.edges.len());
-    for (i, edge) in fragment.edges.iter().enumerate() {
+    let mut seen_edges = HashSet::with_capacity(sketch.edges.len());
+    let mut scored: Vec<(f64, usize)> = Vec::with_capacity(sketch.edges.len());
+    for (i, edge) in sketch.edges.iter().enumerate() {
         if !seen_edges.insert((edge.source_node_id, edge.relationship_name.as_str(), edge.target_node_id)) {
             continue;
         }
@@ -323,13 +350,11 @@ fn rank_triplets(
         else {
             continue;
         };
-        let edge_type_id = ids::id_for("EdgeType", &[edge.edge_text.as_deref().unwrap_or(&edge.relationship_name)]);
-        let ed = edge_distance.get(&edge_type_id).copied().unwrap_or(params.penalty);
-        let es = element_score(ed, EDGE_IMPORTANCE, weight(&edge.properties, "feedback_weight"), params);
+        let ed = edge_distance.get(&edge.type_key).copied().unwrap_or(params.penalty);
+        let es = element_score(ed, EDGE_IMPORTANCE, weight(edge.feedback_weight.as_ref()), params);
         scored.push((s1 + s2 + es, i));
     }
-    // Lowest first; ties in edge-key order, so every store ranks alike.
-    let edges = &fragment.edges;
+    let edges = &sketch.edges;
     let key = |i: usize| (edges[i].source_node_id, edges[i].relationship_name.as_str(), edges[i].target_node_id);
     let by_score = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then_with(|| key(a.1).cmp(&key(b.1)));
     if scored.len() > params.top_k && params.top_k > 0 {
@@ -339,6 +364,21 @@ fn rank_triplets(
     scored.sort_by(by_score);
     scored.truncate(params.top_k);
     scored
+}
+
+/// Ranks a fully read fragment; only the `top_k` winners are cloned.
+fn triplets_of(
+    fragment: &Subgraph,
+    node_distance: &HashMap<Uuid, f64>,
+    edge_distance: &HashMap<Uuid, f64>,
+    params: &TripletSearch,
+) -> Vec<Triplet> {
+    let sketch = Sketch::of(fragment, params.feedback_influence > 0.0);
+    let mut nodes: HashMap<Uuid, &Node> = HashMap::with_capacity(fragment.nodes.len());
+    for n in &fragment.nodes {
+        nodes.entry(n.id).or_insert(n);
+    }
+    rank_sketch(&sketch, node_distance, edge_distance, params)
         .into_iter()
         .filter_map(|(score, i)| {
             let edge = fragment.edges[i].clone();
@@ -377,7 +417,7 @@ mod tests {
         let mut nd = HashMap::new();
         nd.insert(a.id, 0.2);
         nd.insert(b.id, 0.4);
-        let out = rank_triplets(&fragment, &nd, &HashMap::new(), &params());
+        let out = triplets_of(&fragment, &nd, &HashMap::new(), &params());
         assert_eq!(out.len(), 2);
         // a–b: 1.5·0.2 + 1.5·0.4 + 1.5·6.5
         assert!((out[0].score - (0.3 + 0.6 + 9.75)).abs() < 1e-9);
