@@ -283,7 +283,7 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
 
     // A rewritten text re-keys the edge.
     let retold = taught.clone().with_text("Alice mentored Bob.");
-    store.upsert_edges(ds, &[retold.clone()]).await.unwrap();
+    store.upsert_edges(ds, std::slice::from_ref(&retold)).await.unwrap();
     let sketch = store.sketch_between(ds, &[a, b], false).await.unwrap();
     assert_eq!(sketch.edges[0].type_key, retold.type_key());
     assert_ne!(retold.type_key(), taught.type_key());
