@@ -131,6 +131,24 @@ impl SqlGraphStore {
             .map_err(|e| RecallError::backend_msg(format!("corrupt {what} in graph tables: {e}")))
     }
 
+    /// `nodes` and `edges` with the edges' other endpoints read; an edge
+    /// whose endpoint no longer exists is dropped.
+    async fn with_endpoints(&self, dataset: DatasetId, mut nodes: Vec<Node>, mut edges: Vec<Edge>) -> Result<Subgraph> {
+        let known: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let mut others: Vec<Uuid> = edges
+            .iter()
+            .flat_map(|e| [e.source_node_id, e.target_node_id])
+            .filter(|id| !known.contains(id))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        others.sort();
+        nodes.extend(self.get_nodes(dataset, &others).await?);
+        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
+        Ok(Subgraph { nodes, edges })
+    }
+
     /// Edges of a dataset with an endpoint among `ids` (`column` is source_id or target_id).
     async fn edges_touching(
         &self,
@@ -481,19 +499,7 @@ impl GraphStore for SqlGraphStore {
                 .into_iter()
                 .filter(|e| !seeds.contains(&e.source_node_id)),
         );
-        let mut others: Vec<Uuid> = edges
-            .iter()
-            .flat_map(|e| [e.source_node_id, e.target_node_id])
-            .filter(|id| !seeds.contains(id))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        others.sort();
-        let mut nodes = found;
-        nodes.extend(self.get_nodes(dataset, &others).await?);
-        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
-        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
-        Ok(Subgraph { nodes, edges })
+        self.with_endpoints(dataset, found, edges).await
     }
 
     /// Two aggregated reads: node weights, then edge keys and type keys
@@ -547,7 +553,7 @@ impl GraphStore for SqlGraphStore {
         type_keys: &[Uuid],
         edge_properties: EdgeProjection,
     ) -> Result<Subgraph> {
-        let mut nodes = self.get_nodes(dataset, ids).await?;
+        let nodes = self.get_nodes(dataset, ids).await?;
         if nodes.is_empty() || type_keys.is_empty() {
             return Ok(Subgraph { nodes, edges: Vec::new() });
         }
@@ -565,20 +571,8 @@ impl GraphStore for SqlGraphStore {
             set = self.db.id_set(3),
         );
         let values = vec![dataset.to_string().into(), id_array(type_keys), id_array(&seeds)];
-        let mut edges = self.read_edges_json(&sql, values, edge_properties).await?;
-        let known: HashSet<Uuid> = seeds.iter().copied().collect();
-        let mut others: Vec<Uuid> = edges
-            .iter()
-            .flat_map(|e| [e.source_node_id, e.target_node_id])
-            .filter(|id| !known.contains(id))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        others.sort();
-        nodes.extend(self.get_nodes(dataset, &others).await?);
-        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
-        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
-        Ok(Subgraph { nodes, edges })
+        let edges = self.read_edges_json(&sql, values, edge_properties).await?;
+        self.with_endpoints(dataset, nodes, edges).await
     }
 
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {

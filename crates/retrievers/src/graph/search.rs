@@ -236,8 +236,7 @@ async fn rank_projection(
     ends.dedup();
     let nodes: HashMap<Uuid, Node> =
         ctx.graph.get_nodes(dataset, &ends).await?.into_iter().map(|n| (n.id, n)).collect();
-    let mut edges: HashMap<EdgeKey, Edge> =
-        edges.into_iter().map(|e| ((e.source_node_id, e.relationship_name.clone(), e.target_node_id), e)).collect();
+    let mut edges: HashMap<EdgeKey, Edge> = edges.into_iter().map(|e| (e.key(), e)).collect();
     // A winner deleted since the sketch was read is left out.
     Ok(ranked
         .into_iter()
