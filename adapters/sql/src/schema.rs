@@ -132,6 +132,15 @@ impl MigrationName for M20261202EdgeProvenance {
 
 #[async_trait::async_trait]
 impl MigrationTrait for M20261202EdgeProvenance {
+    /// One transaction on every backend (sea-orm wraps only Postgres'):
+    /// all or nothing, and every statement on one SQLite connection. Spread
+    /// over the pool, a statement could land on a connection whose cached
+    /// schema predates the change, and SQLite's `DROP COLUMN` does not
+    /// re-check a stale schema (it failed with "no such column").
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
     async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
         let conn = manager.get_connection();
         if !manager.has_column("graph_edges", "document_ids").await? {
@@ -177,8 +186,8 @@ impl MigrationTrait for M20261202EdgeProvenance {
 /// between its seeds from the index alone (no text, no properties, no row);
 /// and by type key, so the edges of a hit type are found without reading a
 /// hub's every edge. Existing rows are keyed in batches (the key is a uuid5,
-/// computed here). Idempotent: a crash before the migration is recorded
-/// re-runs it and keys what is left.
+/// computed here), all in one transaction: a crash leaves the table as it
+/// was, and the next connection runs it again.
 struct M20261203EdgeTypeKey;
 
 impl MigrationName for M20261203EdgeTypeKey {
@@ -192,6 +201,15 @@ const KEY_BATCH: u64 = 2_000;
 
 #[async_trait::async_trait]
 impl MigrationTrait for M20261203EdgeTypeKey {
+    /// One transaction on every backend (sea-orm wraps only Postgres'):
+    /// all or nothing, and every statement on one SQLite connection. Spread
+    /// over the pool, a statement could land on a connection whose cached
+    /// schema predates the change, and SQLite's `DROP COLUMN` does not
+    /// re-check a stale schema (it failed with "no such column").
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
     async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
         let conn = manager.get_connection();
         let backend = conn.get_database_backend();
