@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use recall_core::model::collections::{DATASET_ROUTING, GLOBAL_CONTEXT_SUMMARY_TEXT};
 use recall_core::model::node_types;
 use recall_core::{ids, Dataset, DatasetId, Edge, Node, Result, Subgraph};
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use crate::cognify::{default_edge_text, edge_document_ids, is_relation, payload, prop_str, EmbedRow};
+use crate::cognify::{default_edge_text, is_relation, payload, prop_str, EmbedRow};
 use crate::Engine;
 
 /// Characteristic entities kept per bucket.
@@ -70,7 +70,19 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> Vec<SummaryRow>
     }
     let name = |id: &Uuid| nodes.get(id).and_then(|n| prop_str(n, "name")).unwrap_or("").to_string();
     let n_docs = documents.len() as f64;
-    let relations: Vec<&Edge> = graph.edges.iter().filter(|e| is_relation(e)).collect();
+    // Relations by (source, target), each with the documents that stated it
+    // (read once: a list can hold thousands of ids): a bucket looks up the
+    // pairs of its top entities instead of scanning every relation.
+    let mut relations: HashMap<(Uuid, Uuid), Vec<(&Edge, HashSet<&str>)>> = HashMap::new();
+    for e in graph.edges.iter().filter(|e| is_relation(e)) {
+        let docs: HashSet<&str> = e
+            .properties
+            .get("document_ids")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        relations.entry((e.source_node_id, e.target_node_id)).or_default().push((e, docs));
+    }
 
     let mut rows = Vec::new();
     for doc in &documents {
@@ -87,15 +99,13 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> Vec<SummaryRow>
         let top: HashSet<Uuid> = scored.iter().map(|s| s.2).collect();
         let doc_key = doc.id.to_string();
         let mut facts: BTreeSet<String> = BTreeSet::new();
-        for e in &relations {
-            if top.contains(&e.source_node_id) && top.contains(&e.target_node_id) {
-                let docs = edge_document_ids(e);
-                if docs.is_empty() || docs.contains(&doc_key) {
-                    let text = e.edge_text.clone().unwrap_or_else(|| {
-                        default_edge_text(&name(&e.source_node_id), &e.relationship_name, &name(&e.target_node_id))
-                    });
-                    facts.insert(text);
-                }
+        let stated = top.iter().flat_map(|s| top.iter().map(move |t| (*s, *t)));
+        for (e, docs) in stated.filter_map(|pair| relations.get(&pair)).flatten() {
+            if docs.is_empty() || docs.contains(doc_key.as_str()) {
+                let text = e.edge_text.clone().unwrap_or_else(|| {
+                    default_edge_text(&name(&e.source_node_id), &e.relationship_name, &name(&e.target_node_id))
+                });
+                facts.insert(text);
             }
         }
         let entities: Vec<&str> = scored.iter().map(|s| s.1.as_str()).collect();
@@ -255,4 +265,68 @@ fn summaries_by_document(graph: &Subgraph) -> HashMap<Uuid, Vec<Uuid>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: u128, node_type: &str, props: Value) -> Node {
+        let Value::Object(properties) = props else { unreachable!() };
+        Node { id: Uuid::from_u128(id), node_type: node_type.into(), properties }
+    }
+
+    fn relation(s: u128, r: &str, t: u128, docs: Option<&[&str]>) -> Edge {
+        let (sn, tn) = (["", "A", "B", "C"][s as usize], ["", "A", "B", "C"][t as usize]);
+        let mut e = Edge::new(Uuid::from_u128(s), r, Uuid::from_u128(t)).with_text(format!("{sn} {r} {tn}."));
+        if let Some(docs) = docs {
+            e.properties.insert("document_ids".into(), json!(docs));
+        }
+        e
+    }
+
+    /// A bucket lists the relations between two of its top entities that its
+    /// document stated (or that name no document), sorted, whatever the
+    /// order of the graph's edges.
+    #[test]
+    fn buckets_list_the_relations_their_document_stated() {
+        let (d1, d2) = (Uuid::from_u128(101), Uuid::from_u128(102));
+        let dataset = Dataset {
+            id: DatasetId(Uuid::from_u128(9)),
+            name: "ds".into(),
+            owner_id: Uuid::nil(),
+            tenant_id: None,
+            created_at: 0,
+        };
+        let nodes = vec![
+            node(1, "Entity", json!({"name": "A"})),
+            node(2, "Entity", json!({"name": "B"})),
+            node(3, "Entity", json!({"name": "C"})),
+            node(101, node_types::TEXT_DOCUMENT, json!({"name": "one.txt"})),
+            node(102, node_types::TEXT_DOCUMENT, json!({"name": "two.txt"})),
+            node(201, node_types::DOCUMENT_CHUNK, json!({"document_id": d1.to_string()})),
+            node(202, node_types::DOCUMENT_CHUNK, json!({"document_id": d2.to_string()})),
+        ];
+        let contains = |c: u128, e: u128| Edge::new(Uuid::from_u128(c), "contains", Uuid::from_u128(e));
+        let (s1, s2) = (d1.to_string(), d2.to_string());
+        let mut edges = vec![
+            relation(2, "r2", 1, Some(&[&s2])),
+            relation(1, "r4", 1, Some(&[&s1, &s2])),
+            relation(1, "r3", 3, None),
+            relation(1, "r1", 2, Some(&[&s1])),
+            contains(201, 1),
+            contains(201, 2),
+            contains(201, 3),
+            contains(202, 1),
+            contains(202, 2),
+        ];
+        for _ in 0..2 {
+            let graph = Subgraph { nodes: nodes.clone(), edges: edges.clone() };
+            let rows = plan_index(&dataset, &graph);
+            let bucket = |doc: Uuid| rows.iter().find(|r| r.document_id == Some(doc)).unwrap().text.clone();
+            assert!(bucket(d1).ends_with(" Relations: A r1 B. A r3 C. A r4 A."), "{}", bucket(d1));
+            assert!(bucket(d2).ends_with(" Relations: A r4 A. B r2 A."), "{}", bucket(d2));
+            edges.reverse();
+        }
+    }
 }
