@@ -44,6 +44,9 @@ pub(crate) struct SummaryRow {
     pub entity_ids: Vec<Uuid>,
 }
 
+/// A relation edge and the ids of the documents that stated it (none: every document).
+type StatedRelation<'g> = (&'g Edge, HashSet<&'g str>);
+
 /// Computes the index rows from a dataset's graph.
 pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> Vec<SummaryRow> {
     let nodes: HashMap<Uuid, &Node> = graph.nodes.iter().map(|n| (n.id, n)).collect();
@@ -73,7 +76,7 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> Vec<SummaryRow>
     // Relations by (source, target), each with the documents that stated it
     // (read once: a list can hold thousands of ids): a bucket looks up the
     // pairs of its top entities instead of scanning every relation.
-    let mut relations: HashMap<(Uuid, Uuid), Vec<(&Edge, HashSet<&str>)>> = HashMap::new();
+    let mut relations: HashMap<(Uuid, Uuid), Vec<StatedRelation>> = HashMap::new();
     for e in graph.edges.iter().filter(|e| is_relation(e)) {
         let docs: HashSet<&str> = e
             .properties
