@@ -195,25 +195,73 @@ impl SqlGraphStore {
     /// ~10 µs in the driver (a 2 000-edge search read took ~30 ms, most of it
     /// per row). The provenance column is read only when projected (else
     /// the sixth cell is null).
-    fn edge_rows_json(&self, projection: EdgeProjection) -> &'static str {
-        let provenance = projection.wants(PROVENANCE);
-        match (self.db.backend(), provenance) {
-            (DbBackend::Postgres, true) => {
-                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, edge_text, \
-                 properties::json, document_ids::json)), '[]'::json)::text AS rows FROM graph_edges"
+    fn edge_rows_json(&self, projection: EdgeProjection) -> String {
+        let provenance =
+            if projection.wants(PROVENANCE) { self.json_cell(PROVENANCE) } else { self.null_cell().to_string() };
+        let properties = self.json_cell("properties");
+        self.json_rows_select(
+            &["source_id", "relationship_name", "target_id", "edge_text", &properties, &provenance],
+            "graph_edges",
+        )
+    }
+
+    /// `SELECT … AS rows FROM {table}` aggregating one JSON array of `cells`
+    /// per selected row into the one JSON array [`Self::json_rows`] decodes
+    /// (`json_agg` on Postgres, `json_group_array` on SQLite).
+    fn json_rows_select(&self, cells: &[&str], table: &str) -> String {
+        let cells = cells.join(", ");
+        match self.db.backend() {
+            DbBackend::Postgres => {
+                format!("SELECT COALESCE(json_agg(json_build_array({cells})), '[]'::json)::text AS rows FROM {table}")
             }
-            (DbBackend::Postgres, false) => {
-                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, edge_text, \
-                 properties::json, NULL::json)), '[]'::json)::text AS rows FROM graph_edges"
-            }
-            (_, true) => {
-                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
-                 json(properties), json(document_ids))) AS rows FROM graph_edges"
-            }
-            (_, false) => {
-                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, edge_text, \
-                 json(properties), NULL)) AS rows FROM graph_edges"
-            }
+            _ => format!("SELECT json_group_array(json_array({cells})) AS rows FROM {table}"),
+        }
+    }
+
+    /// A JSON text column as a JSON cell (not as a string).
+    fn json_cell(&self, column: &str) -> String {
+        match self.db.backend() {
+            DbBackend::Postgres => format!("{column}::json"),
+            _ => format!("json({column})"),
+        }
+    }
+
+    /// One key of the `properties` column as a JSON cell; null when absent.
+    fn property_cell(&self, key: &str) -> String {
+        match self.db.backend() {
+            DbBackend::Postgres => format!("properties::json -> '{key}'"),
+            _ => format!("properties -> '$.{key}'"),
+        }
+    }
+
+    /// The `feedback_weight` property as a JSON cell when asked for, else null.
+    fn feedback_cell(&self, feedback: bool) -> String {
+        if feedback {
+            self.property_cell("feedback_weight")
+        } else {
+            self.null_cell().to_string()
+        }
+    }
+
+    /// The target column of a read that seeks by source (primary key or the
+    /// sketch index) and checks the target against a set. SQLite has no
+    /// statistics by default and may walk the target index instead: an
+    /// entity's incoming edges can number in the thousands. The unary `+`
+    /// keeps it on the source; Postgres plans from its statistics and has no
+    /// `+` on text.
+    fn target_against_set(&self) -> &'static str {
+        if self.db.backend() == DbBackend::Sqlite {
+            "+target_id"
+        } else {
+            "target_id"
+        }
+    }
+
+    /// A null JSON cell.
+    fn null_cell(&self) -> &'static str {
+        match self.db.backend() {
+            DbBackend::Postgres => "NULL::json",
+            _ => "NULL",
         }
     }
 
@@ -230,11 +278,7 @@ impl SqlGraphStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        // SQLite has no statistics by default and may walk the target index:
-        // an entity's incoming edges can number in the thousands. The unary
-        // `+` keeps it on the primary key (by source); Postgres plans from its
-        // statistics and has no `+` on text.
-        let target = if self.db.backend() == DbBackend::Sqlite { "+target_id" } else { "target_id" };
+        let target = self.target_against_set();
         let sql = format!(
             "{} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
             self.edge_rows_json(projection),
@@ -256,24 +300,8 @@ impl SqlGraphStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = match (self.db.backend(), feedback) {
-            (DbBackend::Postgres, true) => {
-                "SELECT COALESCE(json_agg(json_build_array(id, properties::json -> 'importance_weight', \
-                 properties::json -> 'feedback_weight')), '[]'::json)::text AS rows FROM graph_nodes"
-            }
-            (DbBackend::Postgres, false) => {
-                "SELECT COALESCE(json_agg(json_build_array(id, properties::json -> 'importance_weight', NULL::json)), \
-                 '[]'::json)::text AS rows FROM graph_nodes"
-            }
-            (_, true) => {
-                "SELECT json_group_array(json_array(id, properties -> '$.importance_weight', \
-                 properties -> '$.feedback_weight')) AS rows FROM graph_nodes"
-            }
-            (_, false) => {
-                "SELECT json_group_array(json_array(id, properties -> '$.importance_weight', NULL)) AS rows \
-                 FROM graph_nodes"
-            }
-        };
+        let importance = self.property_cell("importance_weight");
+        let rows = self.json_rows_select(&["id", &importance, &self.feedback_cell(feedback)], "graph_nodes");
         let sql = format!("{rows} WHERE dataset_id = $1 AND id IN ({})", self.db.id_set(2));
         let values = vec![dataset.to_string().into(), id_array(ids)];
         let found: Vec<(String, Option<Json>, Option<Json>)> = self.json_rows(&sql, values, "node weights").await?;
@@ -296,29 +324,11 @@ impl SqlGraphStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let (rows, target) = match (self.db.backend(), feedback) {
-            (DbBackend::Postgres, true) => (
-                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, type_key, \
-                 properties::json -> 'feedback_weight')), '[]'::json)::text AS rows FROM graph_edges",
-                "target_id",
-            ),
-            (DbBackend::Postgres, false) => (
-                "SELECT COALESCE(json_agg(json_build_array(source_id, relationship_name, target_id, type_key, \
-                 NULL::json)), '[]'::json)::text AS rows FROM graph_edges",
-                "target_id",
-            ),
-            // `+target_id`: see edges_between.
-            (_, true) => (
-                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, type_key, \
-                 properties -> '$.feedback_weight')) AS rows FROM graph_edges",
-                "+target_id",
-            ),
-            (_, false) => (
-                "SELECT json_group_array(json_array(source_id, relationship_name, target_id, type_key, NULL)) \
-                 AS rows FROM graph_edges",
-                "+target_id",
-            ),
-        };
+        let rows = self.json_rows_select(
+            &["source_id", "relationship_name", "target_id", "type_key", &self.feedback_cell(feedback)],
+            "graph_edges",
+        );
+        let target = self.target_against_set();
         let sql = format!(
             "{rows} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
             self.db.id_set(2),
@@ -345,8 +355,7 @@ impl SqlGraphStore {
         }
         // A row no write has keyed (none after migration 4): keyed from its text.
         if !unkeyed.is_empty() {
-            let projection = EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] });
-            let full = self.get_edges(dataset, &unkeyed, projection).await?;
+            let full = self.get_edges(dataset, &unkeyed, Sketch::edge_projection(feedback)).await?;
             edges.extend(Sketch::of(&Subgraph { nodes: Vec::new(), edges: full }, feedback).edges);
         }
         Ok(edges)
@@ -430,13 +439,7 @@ impl GraphStore for SqlGraphStore {
             return Ok(Vec::new());
         }
         // One JSON array of [id, type, properties] rows, as for edges.
-        let rows = match self.db.backend() {
-            DbBackend::Postgres => {
-                "SELECT COALESCE(json_agg(json_build_array(id, node_type, properties::json)), '[]'::json)::text \
-                 AS rows FROM graph_nodes"
-            }
-            _ => "SELECT json_group_array(json_array(id, node_type, json(properties))) AS rows FROM graph_nodes",
-        };
+        let rows = self.json_rows_select(&["id", "node_type", &self.json_cell("properties")], "graph_nodes");
         let sql = format!("{rows} WHERE dataset_id = $1 AND id IN ({})", self.db.id_set(2));
         let values = vec![dataset.to_string().into(), id_array(ids)];
         let mut by_id = BTreeMap::new();

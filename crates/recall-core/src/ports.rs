@@ -92,6 +92,11 @@ pub struct Sketch {
 }
 
 impl Sketch {
+    /// The edge properties a sketch reads: `feedback_weight` when asked for.
+    pub fn edge_projection(feedback: bool) -> EdgeProjection {
+        EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] })
+    }
+
     /// A full projection's sketch: the same nodes and edges, in order.
     pub fn of(graph: &Subgraph, feedback: bool) -> Self {
         let weight = |props: &Map<String, Value>, key: &str| props.get(key).cloned();
@@ -179,8 +184,7 @@ pub trait GraphStore: Send + Sync {
     /// with the feedback weights when `feedback`. The default reduces the
     /// full read; the SQL store reads the type keys it keeps in a column.
     async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
-        let projection = EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] });
-        let graph = self.neighborhood(dataset, seeds, 0, projection).await?;
+        let graph = self.neighborhood(dataset, seeds, 0, Sketch::edge_projection(feedback)).await?;
         Ok(Sketch::of(&graph, feedback))
     }
 

@@ -153,12 +153,25 @@ pub async fn edges_from_before_the_type_key_upgrade(url: &str) {
     let want: BTreeMap<String, Option<String>> =
         edges.iter().map(|e| (e.source_node_id.to_string(), Some(e.type_key().to_string()))).collect();
     assert_eq!(stored, want, "every edge keyed by its text, else its name");
-    let store = SqlGraphStore::new(db);
-    let sketch = store.sketch_between(ds, &[hub, spokes[0], spokes[1]], false).await.unwrap();
-    let mut keys: Vec<Uuid> = sketch.edges.iter().map(|e| e.type_key).collect();
-    keys.sort();
+    let store = SqlGraphStore::new(db.clone());
+    let seeds = [hub, spokes[0], spokes[1]];
+    let sketched = |store: SqlGraphStore| async move {
+        let sketch = store.sketch_between(ds, &seeds, false).await.unwrap();
+        let mut keys: Vec<Uuid> = sketch.edges.iter().map(|e| e.type_key).collect();
+        keys.sort();
+        keys
+    };
     let mut want = vec![edges[0].type_key(), edges[1].type_key()];
     want.sort();
-    assert_eq!(keys, want);
+    assert_eq!(sketched(store.clone()).await, want);
     assert_ne!(edges[0].type_key(), edges[1].type_key());
+    // A row without a key (written by hand): the sketch keys it from its text.
+    db.connection()
+        .execute_unprepared(&format!(
+            "UPDATE graph_edges SET type_key = NULL WHERE dataset_id = '{ds}' AND source_id = '{}'",
+            spokes[1]
+        ))
+        .await
+        .unwrap();
+    assert_eq!(sketched(store).await, want);
 }

@@ -76,9 +76,14 @@ const FRAGMENT_EDGE_PROPERTIES: &[&str] =
     &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date", "feedback_weight"];
 
 impl TripletSearch {
+    /// Whether feedback weights enter the scores (influence > 0).
+    pub fn uses_feedback(&self) -> bool {
+        self.feedback_influence > 0.0
+    }
+
     /// The edge properties this search projects.
     pub fn edge_projection(&self) -> EdgeProjection {
-        let keys = FRAGMENT_EDGE_PROPERTIES.len() - usize::from(self.feedback_influence <= 0.0);
+        let keys = FRAGMENT_EDGE_PROPERTIES.len() - usize::from(!self.uses_feedback());
         EdgeProjection::Only(&FRAGMENT_EDGE_PROPERTIES[..keys])
     }
 
@@ -177,7 +182,7 @@ async fn rank_projection(
     node_distance: &HashMap<Uuid, f64>,
     edge_distance: &HashMap<Uuid, f64>,
 ) -> Result<Vec<Triplet>> {
-    let feedback = params.feedback_influence > 0.0;
+    let feedback = params.uses_feedback();
     if params.neighborhood_depth.is_some() || params.node_filter.is_some() {
         let fragment = project(ctx, params, node_distance).await?;
         return Ok(triplets_of(&fragment, node_distance, edge_distance, params));
@@ -372,7 +377,7 @@ fn triplets_of(
     edge_distance: &HashMap<Uuid, f64>,
     params: &TripletSearch,
 ) -> Vec<Triplet> {
-    let sketch = Sketch::of(fragment, params.feedback_influence > 0.0);
+    let sketch = Sketch::of(fragment, params.uses_feedback());
     let mut nodes: HashMap<Uuid, &Node> = HashMap::with_capacity(fragment.nodes.len());
     for n in &fragment.nodes {
         nodes.entry(n.id).or_insert(n);
