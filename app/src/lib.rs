@@ -6,7 +6,7 @@ pub mod settings;
 use std::sync::Arc;
 
 use recall_core::ports::{Embedder, GraphStore, LlmClient, RelationalPorts, VectorStore};
-use recall_core::{RecallError, Result};
+use recall_core::{RecallError, Result, User};
 use recall_engine::{Engine, EngineBuilder, EngineConfig};
 use recall_memory::HashingEmbedder;
 use recall_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
@@ -109,7 +109,6 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     let engine = EngineBuilder::new(relational, graph, vectors, embedder)
         .llm(llm)
         .config(EngineConfig {
-            default_user_email: settings.default_user_email.clone(),
             chunk_size: settings.chunk_size,
             raw_data_dir: Some(raw_dir),
             chunks_per_batch: settings.chunks_per_batch,
@@ -125,11 +124,47 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             dataset_routing: settings.dataset_routing()?,
             skill_gate_enabled: settings.skill_gate_enabled,
             access_control: settings.enable_backend_access_control,
+            prompt_dirs: settings.prompt_dirs(),
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,
         embedder = %active.embedder, llm = ?active.llm, "adapters active");
     Ok((engine, active))
+}
+
+/// The longest email a caller may have (RFC 5321's path limit).
+const MAX_EMAIL_LEN: usize = 254;
+
+/// Checks a caller's email before it reaches a store: non-empty, one `@`
+/// with text on both sides, no whitespace or control characters, at most
+/// 254 characters.
+pub fn validate_email(email: &str) -> Result<()> {
+    let bad = |why: &str| Err(RecallError::invalid_input(format!("Invalid user email '{email}': {why}.")));
+    if email.is_empty() || email.len() > MAX_EMAIL_LEN {
+        return bad("it must have 1 to 254 characters");
+    }
+    if email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("it must not contain spaces or control characters");
+    }
+    match email.split_once('@') {
+        Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !domain.contains('@') => Ok(()),
+        _ => bad("it must look like name@domain"),
+    }
+}
+
+/// The user a command acts for: `email`, else the configured default user
+/// (`DEFAULT_USER_EMAIL`). `create` makes the user on first use (writes);
+/// otherwise a user that does not exist yet is `None` (it can own nothing).
+/// The only place that turns the configured default into a caller.
+pub async fn caller(engine: &Engine, settings: &Settings, email: Option<&str>, create: bool) -> Result<Option<User>> {
+    let email = email.map(str::trim).filter(|e| !e.is_empty()).unwrap_or(settings.default_user_email.trim());
+    validate_email(email)?;
+    let users = &engine.relational().users;
+    if create {
+        users.ensure_user(email).await.map(Some)
+    } else {
+        users.find_user(email).await
+    }
 }
 
 /// The graph store `graph_url` names: `sql` (tables in the relational
@@ -151,7 +186,7 @@ async fn build_graph_store(settings: &Settings, db: &SqlDatabase) -> Result<Arc<
 
 #[cfg(feature = "neo4j")]
 async fn build_neo4j(settings: &Settings, url: &str) -> Result<Arc<dyn GraphStore>> {
-    let mut config = recall_neo4j::Neo4jConfig::new(url, settings.graph_user.trim(), settings.graph_password.as_str());
+    let mut config = recall_neo4j::Neo4jConfig::new(url, settings.graph_user.trim(), settings.graph_password.expose());
     config.schema = match settings.graph_schema.trim() {
         "" | "neo4j" => recall_neo4j::SchemaMode::Neo4j,
         "falkordb" => recall_neo4j::SchemaMode::FalkorDb,
@@ -242,6 +277,19 @@ mod tests {
     fn redacts_passwords() {
         assert_eq!(redact_url("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+
+    #[test]
+    fn emails_are_checked() {
+        for ok in ["a@b", "default_user@example.com", "x.y+z@sub.example.org"] {
+            assert!(validate_email(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "no-at", "@b", "a@", "a@b@c", "a b@c", "a\n@c"] {
+            let err = validate_email(bad).unwrap_err();
+            assert_eq!(err.name(), "InvalidInputError", "{bad}");
+            assert!(err.to_string().starts_with("Invalid user email"), "{bad}");
+        }
+        assert!(validate_email(&format!("{}@b", "a".repeat(260))).is_err());
     }
 
     #[test]

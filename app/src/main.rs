@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use recall::{build_engine, OpenMode, Overrides, Settings};
-use recall_core::{RecallError, RecallResponse, Result, SearchType};
-use recall_engine::{RecallRequest, RememberInput, RememberProgress};
+use recall::{build_engine, caller, OpenMode, Overrides, Settings};
+use recall_core::{DatasetId, DatasetRef, Permission, RecallError, RecallResponse, Result, SearchType, User};
+use recall_engine::{Engine, RecallRequest, RememberInput, RememberProgress};
+use uuid::Uuid;
 
 /// mimalloc: a search allocates and frees many small rows and JSON values
 /// across threads, where it is markedly cheaper than the system allocator.
@@ -23,6 +24,10 @@ struct Cli {
     /// A TOML file of settings (see config/default.toml).
     #[arg(long = "config-file", global = true)]
     config: Option<PathBuf>,
+    /// The user the command acts for [default: DEFAULT_USER_EMAIL]. A user is
+    /// created by its first write.
+    #[arg(long, global = true, env = "RECALL_USER", value_name = "EMAIL")]
+    user: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -31,8 +36,8 @@ struct Cli {
 enum Command {
     /// Remember files (.txt, .md; directories are walked) or text in a dataset.
     Remember {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
         /// Text to remember (repeatable).
         #[arg(long)]
         text: Vec<String>,
@@ -62,31 +67,70 @@ enum Command {
     Skills(SkillsCommand),
     /// Show the configured adapters and check that each answers.
     Doctor,
-    /// List your datasets.
+    /// List the datasets you own and those shared with you, with the owner
+    /// and your permissions.
     Datasets {
         #[arg(long)]
         json: bool,
     },
     /// Re-run cognify on a dataset: process items not yet built, refresh the indexes.
     Cognify {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
     },
     /// Print a dataset's graph as JSON or Graphviz DOT.
     Graph {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
         #[arg(long, value_enum, default_value = "json")]
         format: GraphFormat,
     },
     /// Delete a dataset, or one document of it (by name or data id), with
     /// everything derived from it.
     Forget {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
         #[arg(long)]
         document: Option<String>,
     },
+    /// Give another user a permission on a dataset (you need `share` on it).
+    Share(ShareArgs),
+    /// Take a permission on a dataset away from another user (you need `share` on it).
+    Unshare(ShareArgs),
+}
+
+/// One dataset: by name (among your own datasets) or by id (any dataset
+/// shared with you).
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+struct Target {
+    #[arg(long, short)]
+    dataset: Option<String>,
+    #[arg(long, value_name = "UUID")]
+    dataset_id: Option<Uuid>,
+}
+
+impl Target {
+    fn get(&self) -> DatasetRef {
+        match (&self.dataset, self.dataset_id) {
+            (_, Some(id)) => DatasetRef::Id(DatasetId(id)),
+            (Some(name), None) => DatasetRef::Name(name.clone()),
+            // clap's group makes one of them required.
+            (None, None) => DatasetRef::Name(String::new()),
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct ShareArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The user's email.
+    #[arg(long = "with", value_name = "EMAIL")]
+    with: String,
+    /// read, write, delete or share.
+    #[arg(long)]
+    permission: String,
 }
 
 #[derive(Subcommand)]
@@ -94,8 +138,8 @@ enum SkillsCommand {
     /// Add skills: SKILL.md files, or directories searched for them. Adding a
     /// skill again (same name, same directory) replaces it.
     Add {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         #[arg(long)]
@@ -103,8 +147,8 @@ enum SkillsCommand {
     },
     /// List a dataset's skills.
     List {
-        #[arg(long, short)]
-        dataset: String,
+        #[command(flatten)]
+        target: Target,
         /// Also print each skill's procedure.
         #[arg(long)]
         full: bool,
@@ -120,9 +164,14 @@ struct SearchArgs {
     /// Search type, e.g. CHUNKS or GRAPH_COMPLETION (default: chosen automatically).
     #[arg(long = "type", short = 't')]
     query_type: Option<String>,
-    /// Dataset name (repeatable; default: every dataset you can read).
+    /// Dataset name, among your own datasets (repeatable; default: every
+    /// dataset you can read).
     #[arg(long, short)]
     dataset: Vec<String>,
+    /// Dataset id, for datasets shared with you (repeatable; takes precedence
+    /// over --dataset).
+    #[arg(long, value_name = "UUID")]
+    dataset_id: Vec<Uuid>,
     #[arg(long, default_value_t = recall_engine::DEFAULT_TOP_K, allow_negative_numbers = true)]
     top_k: i64,
     /// Return what the LLM would receive instead of calling it.
@@ -201,6 +250,9 @@ impl SearchArgs {
         if !self.dataset.is_empty() {
             request.datasets = Some(self.dataset);
         }
+        if !self.dataset_id.is_empty() {
+            request.dataset_ids = Some(self.dataset_id.into_iter().map(DatasetId).collect());
+        }
         request.only_context = self.only_context;
         request.system_prompt = self.system_prompt;
         request.system_prompt_path = self.system_prompt_path;
@@ -263,22 +315,29 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let settings = Settings::load(cli.config.as_deref(), &Overrides { data_dir: cli.data_dir })?;
+    let mut settings = Settings::load(cli.config.as_deref(), &Overrides { data_dir: cli.data_dir })?;
+    // A prompt file named on this command line is the user's own: allow it.
+    if let Command::Recall(args) | Command::Search(args) = &cli.command {
+        if let Some(path) = args.system_prompt_path.as_deref().filter(|p| !recall_retrievers::prompts::is_builtin(p)) {
+            settings.allow_prompt_file(Path::new(path));
+        }
+    }
+    let settings = settings;
+    let who = Who { settings: &settings, email: cli.user.as_deref() };
     match cli.command {
-        Command::Remember { dataset, text, paths, json } => remember(&settings, &dataset, text, &paths, json).await,
+        Command::Remember { target, text, paths, json } => remember(who, &target.get(), text, &paths, json).await,
         Command::Recall(args) => {
             let (request, output) = args.into_request(None)?;
-            recall(&settings, &request, output).await
+            recall(who, &request, output).await
         }
         Command::Search(args) => {
             let (request, output) = args.into_request(Some(SearchType::GraphCompletion))?;
-            legacy_search(&settings, legacy_request(request, output.verbose)).await
+            legacy_search(who, legacy_request(request, output.verbose)).await
         }
         Command::History { json } => {
-            let rows = match build_engine(&settings, OpenMode::ExistingOnly).await {
-                Ok((engine, _)) => engine.search_history().await?,
-                Err(RecallError::RecallPrecondition) => Vec::new(),
-                Err(e) => return Err(e),
+            let rows = match who.reader().await? {
+                Some((engine, user)) => engine.search_history(&user).await?,
+                None => Vec::new(),
             };
             if json {
                 return print_json(&rows);
@@ -289,9 +348,9 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Skills(SkillsCommand::Add { dataset, paths, json }) => {
-            let (engine, _) = build_engine(&settings, OpenMode::Create).await?;
-            let (dataset, added) = engine.add_skills(&dataset, &paths).await?;
+        Command::Skills(SkillsCommand::Add { target, paths, json }) => {
+            let (engine, user) = who.writer().await?;
+            let (dataset, added) = engine.add_skills(&user, target.get(), &paths).await?;
             if json {
                 return print_json(
                     &serde_json::json!({"dataset": dataset.name, "dataset_id": dataset.id, "skills": added}),
@@ -303,9 +362,10 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{} skill(s) in dataset '{}'", added.len(), dataset.name);
             Ok(())
         }
-        Command::Skills(SkillsCommand::List { dataset, full, json }) => {
-            let (engine, _) = build_engine(&settings, OpenMode::ExistingOnly).await?;
-            let skills = engine.list_skills(&dataset).await?;
+        Command::Skills(SkillsCommand::List { target, full, json }) => {
+            let target = target.get();
+            let (engine, user) = who.reader_of(&target).await?;
+            let skills = engine.list_skills(&user, &target).await?;
             if json {
                 let rows: Vec<serde_json::Value> = skills
                     .iter()
@@ -320,7 +380,7 @@ async fn run(cli: Cli) -> Result<()> {
                 return print_json(&rows);
             }
             if skills.is_empty() {
-                println!("No skills in dataset '{dataset}'.");
+                println!("No skills in dataset '{}'.", target.label());
             }
             for s in &skills {
                 println!("{} ({}): {}", s.name, s.id, s.description);
@@ -361,10 +421,9 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Datasets { json } => {
-            let datasets = match build_engine(&settings, OpenMode::ExistingOnly).await {
-                Ok((engine, _)) => engine.datasets().await?,
-                Err(RecallError::RecallPrecondition) => Vec::new(),
-                Err(e) => return Err(e),
+            let datasets = match who.reader().await? {
+                Some((engine, user)) => engine.datasets(&user).await?,
+                None => Vec::new(),
             };
             if json {
                 print_json(&datasets)?;
@@ -372,16 +431,23 @@ async fn run(cli: Cli) -> Result<()> {
                 println!("No datasets yet. Remember something first: recall remember --dataset NAME FILE…");
             } else {
                 for d in datasets {
-                    println!("{}  {}", d.id, d.name);
+                    let permissions: Vec<&str> = d.permissions.iter().map(|p| p.as_str()).collect();
+                    let owner = if d.owned {
+                        "owned".to_string()
+                    } else {
+                        format!("shared by {}", d.owner_email.as_deref().unwrap_or("an unknown user"))
+                    };
+                    println!("{}  {}  ({owner}; {})", d.dataset.id, d.dataset.name, permissions.join(", "));
                 }
             }
             Ok(())
         }
-        Command::Forget { dataset, document } => {
-            let engine = existing_engine(&settings, &dataset).await?;
+        Command::Forget { target, document } => {
+            let target = target.get();
+            let (engine, user) = who.reader_of(&target).await?;
             match document {
                 Some(doc) => {
-                    let out = engine.forget_document(&dataset, &doc).await?;
+                    let out = engine.forget_document(&user, &target, &doc).await?;
                     println!(
                         "Forgot document '{}' of dataset '{}' ({} node(s), {} edge(s) deleted).",
                         out.document_name.unwrap_or(doc),
@@ -391,16 +457,17 @@ async fn run(cli: Cli) -> Result<()> {
                     );
                 }
                 None => {
-                    let gone = engine.forget_dataset(&dataset).await?;
+                    let gone = engine.forget_dataset(&user, &target).await?;
                     println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
                 }
             }
             Ok(())
         }
-        Command::Cognify { dataset } => {
-            let engine = existing_engine(&settings, &dataset).await?;
+        Command::Cognify { target } => {
+            let target = target.get();
+            let (engine, user) = who.reader_of(&target).await?;
             let progress = Bar::new(false);
-            let outcome = engine.cognify(&dataset, &progress).await;
+            let outcome = engine.cognify(&user, &target, &progress).await;
             progress.0.finish_and_clear();
             let outcome = outcome?;
             println!(
@@ -409,10 +476,10 @@ async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
-        Command::Graph { dataset, format } => {
-            let engine = existing_engine(&settings, &dataset).await?;
-            let ds = engine.dataset(&dataset).await?;
-            let graph = engine.graph().get_graph(ds.id).await?;
+        Command::Graph { target, format } => {
+            let target = target.get();
+            let (engine, user) = who.reader_of(&target).await?;
+            let (_, graph) = engine.dataset_graph(&user, &target).await?;
             match format {
                 GraphFormat::Json => print_json(&graph_json(&graph)),
                 GraphFormat::Dot => {
@@ -421,17 +488,70 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Share(args) => share(who, args, true).await,
+        Command::Unshare(args) => share(who, args, false).await,
     }
 }
 
-/// An engine on existing storage; no storage yet means the dataset does not exist.
-async fn existing_engine(settings: &Settings, dataset: &str) -> Result<recall_engine::Engine> {
-    match build_engine(settings, OpenMode::ExistingOnly).await {
-        Err(RecallError::RecallPrecondition) => {
-            Err(RecallError::DatasetNotFound { missing: vec![dataset.to_string()] })
-        }
-        other => Ok(other?.0),
+/// Who a command acts for, and how to open the engine for it.
+#[derive(Clone, Copy)]
+struct Who<'a> {
+    settings: &'a Settings,
+    email: Option<&'a str>,
+}
+
+impl Who<'_> {
+    /// For writes: storage and the user are created when missing.
+    async fn writer(self) -> Result<(Engine, User)> {
+        let (engine, _) = build_engine(self.settings, OpenMode::Create).await?;
+        let user = caller(&engine, self.settings, self.email, true).await?;
+        let user = user.ok_or_else(|| RecallError::backend_msg("the user vanished after it was created"))?;
+        Ok((engine, user))
     }
+
+    /// For reads: `None` when there is no storage or no such user yet (they
+    /// can own nothing and were shared nothing).
+    async fn reader(self) -> Result<Option<(Engine, User)>> {
+        let engine = match build_engine(self.settings, OpenMode::ExistingOnly).await {
+            Ok((engine, _)) => engine,
+            Err(RecallError::RecallPrecondition) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(caller(&engine, self.settings, self.email, false).await?.map(|user| (engine, user)))
+    }
+
+    /// For commands on one existing dataset: no storage or no user means the
+    /// dataset is not there for this caller (404 by name, 403 by id).
+    async fn reader_of(self, target: &DatasetRef) -> Result<(Engine, User)> {
+        self.reader().await?.ok_or_else(|| match target {
+            DatasetRef::Name(name) => RecallError::DatasetNotFound { missing: vec![name.clone()] },
+            DatasetRef::Id(_) => RecallError::permission_denied(Permission::Read),
+        })
+    }
+}
+
+/// `recall share` / `recall unshare`.
+async fn share(who: Who<'_>, args: ShareArgs, grant: bool) -> Result<()> {
+    let permission: Permission = args.permission.trim().parse()?;
+    recall::validate_email(args.with.trim())?;
+    let target = args.target.get();
+    let (engine, user) = who.reader_of(&target).await?;
+    let grantee = engine.relational().users.find_user(args.with.trim()).await?.ok_or_else(|| {
+        RecallError::NotFound(format!(
+            "User '{}' not found. A user exists after its first write (recall --user {} remember …).",
+            args.with.trim(),
+            args.with.trim()
+        ))
+    })?;
+    let dataset = if grant {
+        engine.share(&user, &target, &grantee, permission).await?
+    } else {
+        engine.unshare(&user, &target, &grantee, permission).await?
+    };
+    let verb = if grant { "Granted" } else { "Revoked" };
+    let prep = if grant { "to" } else { "from" };
+    println!("{verb} {permission} on dataset '{}' ({}) {prep} {}.", dataset.name, dataset.id, grantee.email);
+    Ok(())
 }
 
 /// `{"nodes": [{"id", "type", "name", …properties}], "edges": [{"source", "target", "relationship_name", …}]}`.
@@ -546,7 +666,7 @@ impl RememberProgress for Bar {
     }
 }
 
-async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: &[PathBuf], json: bool) -> Result<()> {
+async fn remember(who: Who<'_>, dataset: &DatasetRef, text: Vec<String>, paths: &[PathBuf], json: bool) -> Result<()> {
     let mut inputs: Vec<RememberInput> = text.into_iter().map(RememberInput::text).collect();
     inputs.extend(expand_paths(paths)?.into_iter().map(RememberInput::File));
     if inputs.is_empty() {
@@ -554,9 +674,9 @@ async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: 
     }
     // Bad input is refused before storage is even opened.
     recall_engine::check_inputs(&inputs)?;
-    let (engine, _) = build_engine(settings, OpenMode::Create).await?;
+    let (engine, user) = who.writer().await?;
     let progress = Bar::new(json || inputs.len() < 2);
-    let outcome = engine.remember_with_progress(dataset, &inputs, &progress).await;
+    let outcome = engine.remember_with_progress(&user, dataset, &inputs, &progress).await;
     progress.0.finish_and_clear();
     let outcome = outcome?;
     if json {
@@ -569,11 +689,11 @@ async fn remember(settings: &Settings, dataset: &str, text: Vec<String>, paths: 
     Ok(())
 }
 
-async fn recall(settings: &Settings, request: &RecallRequest, output: Output) -> Result<()> {
+async fn recall(who: Who<'_>, request: &RecallRequest, output: Output) -> Result<()> {
     // Validate before opening storage: bad input touches nothing.
     request.validate()?;
-    let (engine, _) = build_engine(settings, OpenMode::ExistingOnly).await?;
-    let (results, explain) = engine.recall_explained(request).await?;
+    let (engine, user) = who.reader().await?.ok_or(RecallError::RecallPrecondition)?;
+    let (results, explain) = engine.recall_explained(&user, request).await?;
     if output.json {
         if output.explain {
             return print_json(&serde_json::json!({"results": results, "explain": explain}));
@@ -620,14 +740,10 @@ fn legacy_request(r: RecallRequest, verbose: bool) -> recall_engine::SearchReque
 }
 
 /// The legacy search prints Cognee's backwards-compatible JSON.
-async fn legacy_search(settings: &Settings, request: recall_engine::SearchRequest) -> Result<()> {
+async fn legacy_search(who: Who<'_>, request: recall_engine::SearchRequest) -> Result<()> {
     request.validate()?;
-    let engine = match build_engine(settings, OpenMode::ExistingOnly).await {
-        Ok((engine, _)) => engine,
-        Err(RecallError::RecallPrecondition) => return Err(RecallError::SearchPrecondition),
-        Err(e) => return Err(e),
-    };
-    print_json(&engine.search(&request).await?)
+    let (engine, user) = who.reader().await?.ok_or(RecallError::SearchPrecondition)?;
+    print_json(&engine.search(&user, &request).await?)
 }
 
 fn print_explain(e: &recall_engine::RecallExplain) {

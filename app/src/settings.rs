@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
-use recall_core::{RecallError, Result};
+use recall_core::{RecallError, Result, Secret};
 use serde::{Deserialize, Serialize};
 
 const DEFAULTS: &str = include_str!("../../config/default.toml");
@@ -67,14 +67,17 @@ pub struct Settings {
     /// SKILL_GATE_ENABLED: on unless false, 0 or no (any case).
     #[serde(deserialize_with = "on_unless_off")]
     pub skill_gate_enabled: bool,
-    pub db_url: String,
+    pub db_url: Secret,
     pub graph_url: String,
     pub graph_user: String,
-    pub graph_password: String,
+    pub graph_password: Secret,
     pub graph_schema: String,
     pub graph_max_batch_bytes: usize,
     pub graph_string_encoding: String,
     pub vector_url: String,
+    /// RECALL_PROMPT_DIRS: directories (separated like PATH) a request's
+    /// `system_prompt_path` may name files in; empty: built-in prompts only.
+    pub prompt_dirs: String,
     /// Rows from which a LanceDB collection gets an approximate vector index (0: never).
     pub vector_index_threshold: usize,
     /// MiB the LanceDB search cache may hold (0: off; unset: see
@@ -83,13 +86,13 @@ pub struct Settings {
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_endpoint: String,
-    pub embedding_api_key: String,
+    pub embedding_api_key: Secret,
     pub embedding_dimensions: usize,
     pub embedding_batch_size: usize,
     pub llm_provider: String,
     pub llm_model: String,
     pub llm_endpoint: String,
-    pub llm_api_key: String,
+    pub llm_api_key: Secret,
 }
 
 /// Values given on the command line, which win over everything.
@@ -144,7 +147,7 @@ impl Settings {
         if self.db_url.trim().is_empty() {
             format!("sqlite://{}", self.sqlite_path().display())
         } else {
-            self.db_url.clone()
+            self.db_url.expose().to_string()
         }
     }
 
@@ -187,6 +190,23 @@ impl Settings {
         match self.vector_cache_mb {
             Some(mb) => mb.saturating_mul(MIB),
             None => available_memory().map_or(1024 * MIB, |bytes| (bytes / 4).max(1024 * MIB)),
+        }
+    }
+
+    /// The prompt directories, in order.
+    pub fn prompt_dirs(&self) -> Vec<PathBuf> {
+        std::env::split_paths(self.prompt_dirs.trim()).filter(|p| !p.as_os_str().is_empty()).collect()
+    }
+
+    /// Lets a prompt file named on the command line be read: its directory
+    /// joins the prompt directories of this process (a request from
+    /// elsewhere never gets this).
+    pub fn allow_prompt_file(&mut self, file: &Path) {
+        let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let mut dirs = self.prompt_dirs();
+        dirs.push(dir.to_path_buf());
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            self.prompt_dirs = joined.to_string_lossy().into_owned();
         }
     }
 
@@ -327,6 +347,26 @@ mod tests {
             assert_eq!(Settings::load(None, &Overrides::default()).unwrap().vector_cache_bytes(), 300 << 20);
             jail.set_env("RECALL_VECTOR_CACHE_MB", "much");
             assert!(Settings::load(None, &Overrides::default()).is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
+    fn debug_never_prints_keys_or_passwords() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("LLM_API_KEY", "sk-llm-secret");
+            jail.set_env("EMBEDDING_API_KEY", "sk-embed-secret");
+            jail.set_env("RECALL_GRAPH_PASSWORD", "graph-secret");
+            jail.set_env("RECALL_DB_URL", "postgres://u:db-secret@h/db");
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            assert_eq!(s.llm_api_key.expose(), "sk-llm-secret");
+            assert_eq!(s.database_url(), "postgres://u:db-secret@h/db");
+            let printed = format!("{s:?}");
+            for secret in ["sk-llm-secret", "sk-embed-secret", "graph-secret", "db-secret"] {
+                assert!(!printed.contains(secret), "{secret} leaked: {printed}");
+            }
+            assert!(printed.contains("llm_api_key: ***"), "{printed}");
             Ok(())
         });
     }

@@ -16,6 +16,7 @@ fn recall(data_dir: &Path, args: &[&str]) -> Output {
         .env_remove("EMBEDDING_API_KEY")
         .env_remove("EMBEDDING_ENDPOINT")
         .env_remove("RECALL_CHUNK_SIZE")
+        .env_remove("RECALL_USER")
         .output()
         .unwrap()
 }
@@ -122,6 +123,98 @@ fn remember_recall_graph_and_forget_from_the_command_line() {
     assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap(), serde_json::json!([]));
     let o = recall(d, &["forget", "--dataset", "docs"]);
     assert!(stderr(&o).contains("[DatasetNotFoundError] (HTTP 404)"));
+}
+
+#[test]
+fn users_share_datasets_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let as_user = |email: &str, args: &[&str]| {
+        let mut all = vec!["--user", email];
+        all.extend_from_slice(args);
+        recall(d, &all)
+    };
+    let o = as_user("alice@example.com", &["remember", "--dataset", "notes", "--text", "The vault code is 4711."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = as_user("bob@example.com", &["remember", "--dataset", "notes", "--text", "Tulips grow by the bakery."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Each sees their own "notes" only.
+    let o = as_user("bob@example.com", &["recall", "vault code tulips", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Tulips") && !stdout(&o).contains("vault"), "{}", stdout(&o));
+    let o = as_user("alice@example.com", &["datasets", "--json"]);
+    let listing: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let alice_notes = listing[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(listing.as_array().unwrap().len(), 1);
+    assert_eq!(listing[0]["owner_email"], "alice@example.com");
+    assert_eq!(listing[0]["permissions"], serde_json::json!(["read", "write", "delete", "share"]));
+
+    // By id, bob is refused until alice shares.
+    let o = as_user("bob@example.com", &["recall", "vault", "--dataset-id", &alice_notes]);
+    assert!(
+        stderr(&o).contains("Error [PermissionDeniedError] (HTTP 403): Request owner does not have necessary permission: [read] for all datasets requested."),
+        "{}",
+        stderr(&o)
+    );
+    let o = as_user(
+        "bob@example.com",
+        &["share", "--dataset-id", &alice_notes, "--with", "bob@example.com", "--permission", "read"],
+    );
+    assert!(stderr(&o).contains("[share] for all datasets requested."), "{}", stderr(&o));
+    let o = as_user(
+        "alice@example.com",
+        &["share", "--dataset", "notes", "--with", "bob@example.com", "--permission", "admin"],
+    );
+    assert!(
+        stderr(&o)
+            .contains("Error [PermissionNotFoundError] (HTTP 403): admin not found or not in allowed permission types"),
+        "{}",
+        stderr(&o)
+    );
+    let o = as_user(
+        "alice@example.com",
+        &["share", "--dataset", "notes", "--with", "nobody@example.com", "--permission", "read"],
+    );
+    assert!(stderr(&o).contains("User 'nobody@example.com' not found."), "{}", stderr(&o));
+    let o = as_user(
+        "alice@example.com",
+        &["share", "--dataset", "notes", "--with", "bob@example.com", "--permission", "read"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Granted read on dataset 'notes'"), "{}", stdout(&o));
+
+    let o = as_user("bob@example.com", &["recall", "vault", "--dataset-id", &alice_notes, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("vault"), "{}", stdout(&o));
+    let o = as_user("bob@example.com", &["datasets"]);
+    assert!(stdout(&o).contains("(shared by alice@example.com; read)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("(owned; read, write, delete, share)"), "{}", stdout(&o));
+    // Read is not delete.
+    let o = as_user("bob@example.com", &["forget", "--dataset-id", &alice_notes]);
+    assert!(stderr(&o).contains("[delete] for all datasets requested."), "{}", stderr(&o));
+
+    let o = as_user(
+        "alice@example.com",
+        &["unshare", "--dataset", "notes", "--with", "bob@example.com", "--permission", "read"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = as_user("bob@example.com", &["recall", "vault", "--dataset-id", &alice_notes]);
+    assert!(stderr(&o).contains("[PermissionDeniedError] (HTTP 403)"), "{}", stderr(&o));
+
+    // A malformed --user is refused before anything is written.
+    let o = as_user("not an email", &["remember", "--dataset", "x", "--text", "hi"]);
+    assert!(stderr(&o).contains("Invalid user email 'not an email'"), "{}", stderr(&o));
+    // RECALL_USER is the default for --user.
+    let o = Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data-dir")
+        .arg(d)
+        .args(["datasets", "--json"])
+        .env("RECALL_USER", "alice@example.com")
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(listing[0]["id"], alice_notes.as_str());
 }
 
 #[test]

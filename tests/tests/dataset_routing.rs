@@ -138,8 +138,8 @@ async fn fixture(config: EngineConfig) -> (Engine, Arc<ControlledVectors>) {
     .unwrap();
     for (name, docs) in [("astronomy", ASTRONOMY), ("baking", BAKING), ("rust", RUST)] {
         let inputs: Vec<RememberInput> = docs.iter().map(|t| RememberInput::text(*t)).collect();
-        engine.remember(name, &inputs).await.unwrap();
-        let ds = engine.dataset(name).await.unwrap();
+        engine.remember(&me(&engine).await, name, &inputs).await.unwrap();
+        let ds = engine.dataset(&me(&engine).await, name).await.unwrap();
         vectors.names.lock().unwrap().insert(ds.id, name.to_string());
     }
     (engine, vectors)
@@ -179,7 +179,7 @@ async fn the_global_context_rows_route_a_question_to_its_dataset() {
         ("Sourdough Starter, Wild Yeast and Bread Dough", "baking"),
         ("Borrow Checker, Ownership Rules and Rust Traits", "rust"),
     ] {
-        let (results, explain) = engine.recall_explained(&chunks(query)).await.unwrap();
+        let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks(query)).await.unwrap();
         let routing = explain.dataset_routing.as_ref().unwrap();
         assert_eq!(routing.outcome, RoutingOutcome::Routed, "{query}");
         // Every dataset was scored on its own rows, and the nearest one won.
@@ -198,19 +198,20 @@ async fn top_k_and_the_tie_margin_choose_the_selection_and_rowless_datasets_are_
     let fixed = |pairs: &[(&str, f64)]| Routing::Fixed(pairs.iter().map(|(n, d)| (n.to_string(), *d)).collect());
 
     *vectors.routing.lock().unwrap() = fixed(&[("astronomy", 0.30), ("baking", 0.31), ("rust", 0.60)]);
-    let (results, explain) = engine.recall_explained(&chunks("anything at all")).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks("anything at all")).await.unwrap();
     // baking is within 0.02 of the last kept (astronomy), rust is not.
     assert_eq!(explain.datasets_searched, vec!["astronomy".to_string(), "baking".to_string()]);
     assert_eq!(datasets_answering(&results), vec!["astronomy".to_string(), "baking".to_string()]);
 
     *vectors.routing.lock().unwrap() = fixed(&[("astronomy", 0.30), ("baking", 0.35)]);
-    let (_, explain) = engine.recall_explained(&chunks("anything at all")).await.unwrap();
+    let (_, explain) = engine.recall_explained(&me(&engine).await, &chunks("anything at all")).await.unwrap();
     // rust has no routing rows: never narrowed out.
     assert_eq!(explain.datasets_searched, vec!["astronomy".to_string(), "rust".to_string()]);
     assert_eq!(distances(&explain)["rust"], None);
 
     // An explicit scope is never routed.
-    let (_, explain) = engine.recall_explained(&chunks("anything").datasets(["baking", "rust"])).await.unwrap();
+    let (_, explain) =
+        engine.recall_explained(&me(&engine).await, &chunks("anything").datasets(["baking", "rust"])).await.unwrap();
     assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::NotApplicable);
     assert_eq!(explain.datasets_searched, vec!["baking".to_string(), "rust".to_string()]);
 }
@@ -229,7 +230,7 @@ async fn nothing_within_the_cutoff_or_failed_scoring_or_another_width_searches_e
     ];
     for (routing, outcome) in cases {
         *vectors.routing.lock().unwrap() = routing;
-        let (results, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+        let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
         assert_eq!(explain.dataset_routing.as_ref().unwrap().outcome, outcome);
         assert_eq!(explain.datasets_searched, all, "{outcome:?}");
         assert_eq!(datasets_answering(&results), all, "{outcome:?}");
@@ -238,7 +239,7 @@ async fn nothing_within_the_cutoff_or_failed_scoring_or_another_width_searches_e
     // The cutoff is inclusive.
     *vectors.routing.lock().unwrap() =
         Routing::Fixed([("astronomy", 0.81), ("baking", 0.8), ("rust", 0.9)].map(|(n, d)| (n.into(), d)).into());
-    let (_, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+    let (_, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
     assert_eq!(explain.datasets_searched, vec!["baking".to_string()]);
 }
 
@@ -249,7 +250,7 @@ async fn a_selection_that_retrieves_nothing_widens_to_the_remaining_datasets() {
         Routing::Fixed([("astronomy", 0.1), ("baking", 0.5), ("rust", 0.6)].map(|(n, d)| (n.into(), d)).into());
     // The routed selection (astronomy) retrieves nothing: its chunk search comes back empty.
     vectors.blind.lock().unwrap().push("astronomy".into());
-    let (results, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
     assert!(explain.widened, "{explain:?}");
     assert_eq!(explain.datasets_searched, vec!["astronomy".to_string(), "baking".to_string(), "rust".to_string()]);
     // The remaining datasets' results replace the empty ones.
@@ -257,7 +258,7 @@ async fn a_selection_that_retrieves_nothing_widens_to_the_remaining_datasets() {
     vectors.blind.lock().unwrap().clear();
 
     // A selection that retrieves something is not widened.
-    let (results, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
     assert!(!explain.widened);
     assert_eq!(datasets_answering(&results), vec!["astronomy".to_string()]);
 }
@@ -266,7 +267,7 @@ async fn a_selection_that_retrieves_nothing_widens_to_the_remaining_datasets() {
 async fn routing_can_be_turned_off_and_a_single_dataset_is_never_routed() {
     let off = DatasetRoutingConfig { enabled: false, top_k: 1, ..Default::default() };
     let (engine, _) = fixture(config(off)).await;
-    let (results, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
     assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::NotApplicable);
     assert_eq!(datasets_answering(&results).len(), 3);
 
@@ -280,8 +281,8 @@ async fn routing_can_be_turned_off_and_a_single_dataset_is_never_routed() {
     .summarizer(Arc::new(ExtractiveSummarizer::default()))
     .build()
     .unwrap();
-    engine.remember("only", &[RememberInput::text(ASTRONOMY[0])]).await.unwrap();
-    let (_, explain) = engine.recall_explained(&chunks("Jupiter")).await.unwrap();
+    engine.remember(&me(&engine).await, "only", &[RememberInput::text(ASTRONOMY[0])]).await.unwrap();
+    let (_, explain) = engine.recall_explained(&me(&engine).await, &chunks("Jupiter")).await.unwrap();
     assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::NotApplicable);
     assert_eq!(explain.lanes, vec!["graph".to_string()]);
     assert!(explain.timings_ms.iter().any(|t| t.stage == "search"));
@@ -328,11 +329,17 @@ async fn a_routed_recall_embeds_its_question_once() {
     .unwrap();
     for (name, docs) in [("astronomy", ASTRONOMY), ("baking", BAKING), ("rust", RUST)] {
         let inputs: Vec<RememberInput> = docs.iter().map(|t| RememberInput::text(*t)).collect();
-        engine.remember(name, &inputs).await.unwrap();
+        engine.remember(&me(&engine).await, name, &inputs).await.unwrap();
     }
-    let (results, explain) = engine.recall_explained(&chunks("QUERY Jupiter and Sourdough Starter")).await.unwrap();
+    let (results, explain) =
+        engine.recall_explained(&me(&engine).await, &chunks("QUERY Jupiter and Sourdough Starter")).await.unwrap();
     assert_eq!(explain.dataset_routing.unwrap().outcome, RoutingOutcome::Routed);
     assert_eq!(datasets_answering(&results).len(), 3);
     // Routing and the three datasets' CHUNKS searches shared one embedding.
     assert_eq!(embedder.queries.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -38,13 +38,16 @@ fn graph_entries(results: &[RecallResponse]) -> Vec<&recall_core::ResponseGraphE
 async fn remember_then_recall_chunks_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-    let outcome = engine.remember("science", &sample_files()).await.unwrap();
+    let outcome = engine.remember(&me(&engine).await, "science", &sample_files()).await.unwrap();
     assert_eq!(outcome.items_added, 4);
     assert_eq!(outcome.items_unchanged, 0);
     assert!(outcome.chunks_written >= 4);
 
     // No LLM configured: the default type is CHUNKS.
-    let results = engine.recall(&RecallRequest::new("How does a sourdough starter stay alive?")).await.unwrap();
+    let results = engine
+        .recall(&me(&engine).await, &RecallRequest::new("How does a sourdough starter stay alive?"))
+        .await
+        .unwrap();
     let items = graph_entries(&results);
     assert_eq!(items.len(), outcome.chunks_written.min(15), "top_k 15 caps the chunks");
     let top = items[0];
@@ -63,13 +66,14 @@ async fn remember_then_recall_chunks_end_to_end() {
     assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
     assert!(scores[0] >= 0.0 && scores[0] < 1.0);
 
-    let planets = engine.recall(&RecallRequest::new("largest planet Jupiter moons").top_k(2)).await.unwrap();
+    let planets =
+        engine.recall(&me(&engine).await, &RecallRequest::new("largest planet Jupiter moons").top_k(2)).await.unwrap();
     let planets = graph_entries(&planets);
     assert_eq!(planets.len(), 2);
     assert_eq!(planets[0].metadata["document_name"], "solar-system.md");
 
     // The chunk id in metadata names a real chunk node in the graph.
-    let ds = engine.datasets().await.unwrap();
+    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>();
     assert_eq!(ds.len(), 1);
     let chunk_id = uuid::Uuid::parse_str(top.metadata["chunk_id"].as_str().unwrap()).unwrap();
     let nodes = engine.graph().get_nodes(ds[0].id, &[chunk_id]).await.unwrap();
@@ -81,15 +85,16 @@ async fn remember_then_recall_chunks_end_to_end() {
 async fn remembering_the_same_content_twice_adds_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-    let first = engine.remember("docs", &sample_files()).await.unwrap();
-    let ds = engine.datasets().await.unwrap()[0].clone();
+    let first = engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
+    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>()[0]
+        .clone();
     let graph_before = engine.graph().get_graph(ds.id).await.unwrap();
     let vectors_before = engine.vectors().count(ds.id, DOCUMENT_CHUNK_TEXT).await.unwrap();
     assert_eq!(engine.graph().nodes_by_type(ds.id, "TextDocument").await.unwrap().len(), 4);
     assert_eq!(engine.graph().nodes_by_type(ds.id, "DocumentChunk").await.unwrap().len(), first.chunks_written);
     assert_eq!(vectors_before as usize, first.chunks_written);
 
-    let again = engine.remember("docs", &sample_files()).await.unwrap();
+    let again = engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
     assert_eq!(again.items_added, 0);
     assert_eq!(again.items_unchanged, 4);
     assert_eq!(again.chunks_written, 0);
@@ -124,33 +129,44 @@ async fn bad_requests_get_typed_errors_and_write_nothing() {
     assert!(!dir.path().join("recall.db").exists());
 
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-    // A database with no user yet is the same precondition error.
-    let err = engine.recall(&RecallRequest::new("anything")).await.unwrap_err();
-    assert!(matches!(err, RecallError::RecallPrecondition), "{err:?}");
+    // A database with no user yet: the default caller does not exist (the
+    // CLI answers RecallPreconditionError); reads do not create it.
+    let settings = Settings::embedded(dir.path()).unwrap();
+    assert!(recall::caller(&engine, &settings, None, false).await.unwrap().is_none());
+    assert!(engine.relational().users.find_user("default_user@example.com").await.unwrap().is_none());
 
     // An unsupported file among good ones: rejected before anything is written.
     let bad = dir.path().join("report.pdf");
     std::fs::write(&bad, b"%PDF-1.4").unwrap();
     let mut inputs = sample_files();
     inputs.push(RememberInput::File(bad));
-    let err = engine.remember("docs", &inputs).await.unwrap_err();
+    let err = engine.remember(&me(&engine).await, "docs", &inputs).await.unwrap_err();
     assert!(matches!(err, RecallError::UnsupportedFileType { .. }), "{err:?}");
     assert!(err.to_string().contains(".pdf"));
-    assert!(engine.datasets().await.unwrap().is_empty(), "no dataset was created");
-    assert!(engine.relational().users.find_user("default_user@example.com").await.unwrap().is_none());
+    assert!(
+        engine
+            .datasets(&me(&engine).await)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| l.dataset)
+            .collect::<Vec<_>>()
+            .is_empty(),
+        "no dataset was created"
+    );
 
-    engine.remember("docs", &sample_files()).await.unwrap();
+    engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
 
-    let err = engine.recall(&RecallRequest::new("   ")).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("   ")).await.unwrap_err();
     assert!(matches!(&err, RecallError::QueryValidation(m) if m == "The query must be a non-empty string."));
     for k in [0, -3] {
-        let err = engine.recall(&RecallRequest::new("bees").top_k(k)).await.unwrap_err();
+        let err = engine.recall(&me(&engine).await, &RecallRequest::new("bees").top_k(k)).await.unwrap_err();
         assert_eq!(err.to_string(), "top_k must be a positive integer.");
         assert_eq!(err.http_status(), 422);
     }
 
     let err = engine
-        .recall(&RecallRequest::new("bees").datasets(["docs", "nope", "also-missing", "nope"]))
+        .recall(&me(&engine).await, &RecallRequest::new("bees").datasets(["docs", "nope", "also-missing", "nope"]))
         .await
         .unwrap_err();
     assert_eq!(
@@ -160,10 +176,16 @@ async fn bad_requests_get_typed_errors_and_write_nothing() {
     assert_eq!(err.http_status(), 404);
 
     // A type with no retriever yet is an error, never an empty result.
-    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::GraphReport)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("bees").query_type(SearchType::GraphReport))
+        .await
+        .unwrap_err();
     assert!(matches!(err, RecallError::UnsupportedSearchType(_)), "{err:?}");
     // CYPHER is off unless ALLOW_CYPHER_QUERY is set.
-    let err = engine.recall(&RecallRequest::new("bees").query_type(SearchType::Cypher)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("bees").query_type(SearchType::Cypher))
+        .await
+        .unwrap_err();
     assert!(matches!(err, RecallError::SearchTypeDisabled(SearchType::Cypher)), "{err:?}");
 }
 
@@ -171,33 +193,61 @@ async fn bad_requests_get_typed_errors_and_write_nothing() {
 async fn datasets_scope_results_and_forget_removes_everything() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-    engine.remember("bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
-    engine.remember("bread", &[RememberInput::File(samples().join("sourdough.txt"))]).await.unwrap();
+    engine.remember(&me(&engine).await, "bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
+    engine
+        .remember(&me(&engine).await, "bread", &[RememberInput::File(samples().join("sourdough.txt"))])
+        .await
+        .unwrap();
 
-    let only_bread = engine.recall(&RecallRequest::new("waggle dance").datasets(["bread"])).await.unwrap();
+    let only_bread =
+        engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance").datasets(["bread"])).await.unwrap();
     assert!(!only_bread.is_empty());
     assert!(graph_entries(&only_bread).iter().all(|e| e.dataset_name.as_deref() == Some("bread")));
 
-    let both = engine.recall(&RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
+    let both = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
     let names: Vec<_> = graph_entries(&both).iter().map(|e| e.dataset_name.clone().unwrap()).collect();
     assert_eq!(names, vec!["bees", "bread"], "one payload per dataset, in dataset order");
     assert_eq!(graph_entries(&both)[0].metadata["document_name"], "honeybees.txt");
 
-    let bees = engine.datasets().await.unwrap().into_iter().find(|d| d.name == "bees").unwrap();
-    engine.forget_dataset("bees").await.unwrap();
+    let bees = engine
+        .datasets(&me(&engine).await)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.dataset)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .find(|d| d.name == "bees")
+        .unwrap();
+    engine.forget_dataset(&me(&engine).await, "bees").await.unwrap();
     assert_eq!(engine.graph().count(bees.id).await.unwrap(), (0, 0));
     assert_eq!(engine.vectors().count(bees.id, DOCUMENT_CHUNK_TEXT).await.unwrap(), 0);
     assert_eq!(engine.relational().data.count_data(bees.id).await.unwrap(), 0);
     assert!(engine.relational().runs.list_runs(bees.id).await.unwrap().is_empty());
-    let left: Vec<String> = engine.datasets().await.unwrap().into_iter().map(|d| d.name).collect();
+    let left: Vec<String> = engine
+        .datasets(&me(&engine).await)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.dataset)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
     assert_eq!(left, vec!["bread"]);
-    let err = engine.recall(&RecallRequest::new("waggle").datasets(["bees"])).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("waggle").datasets(["bees"])).await.unwrap_err();
     assert!(matches!(err, RecallError::DatasetNotFound { .. }));
-    assert!(matches!(engine.forget_dataset("bees").await.unwrap_err(), RecallError::DatasetNotFound { .. }));
+    assert!(matches!(
+        engine.forget_dataset(&me(&engine).await, "bees").await.unwrap_err(),
+        RecallError::DatasetNotAccessible(name) if name == "bees"
+    ));
 
     // Remembering it again brings back exactly the same ids.
-    engine.remember("bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
-    let again = engine.recall(&RecallRequest::new("waggle dance").datasets(["bees"]).top_k(1)).await.unwrap();
+    engine.remember(&me(&engine).await, "bees", &[RememberInput::File(samples().join("honeybees.txt"))]).await.unwrap();
+    let again = engine
+        .recall(&me(&engine).await, &RecallRequest::new("waggle dance").datasets(["bees"]).top_k(1))
+        .await
+        .unwrap();
     assert_eq!(graph_entries(&again)[0].metadata["document_name"], "honeybees.txt");
 }
 
@@ -205,12 +255,15 @@ async fn datasets_scope_results_and_forget_removes_everything() {
 async fn a_different_embedding_width_is_a_conflict_not_an_empty_result() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-    engine.remember("docs", &[RememberInput::text("Honey resists spoilage for years.")]).await.unwrap();
+    engine
+        .remember(&me(&engine).await, "docs", &[RememberInput::text("Honey resists spoilage for years.")])
+        .await
+        .unwrap();
 
     let mut narrow = Settings::embedded(dir.path()).unwrap();
     narrow.embedding_dimensions = 128;
     let (other, _) = build_engine(&narrow, OpenMode::ExistingOnly).await.unwrap();
-    let err = other.recall(&RecallRequest::new("honey")).await.unwrap_err();
+    let err = other.recall(&me(&other).await, &RecallRequest::new("honey")).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -219,7 +272,7 @@ async fn a_different_embedding_width_is_a_conflict_not_an_empty_result() {
         "{err:?}"
     );
     assert_eq!(err.http_status(), 409);
-    let err = other.remember("docs", &[RememberInput::text("Another fact.")]).await.unwrap_err();
+    let err = other.remember(&me(&other).await, "docs", &[RememberInput::text("Another fact.")]).await.unwrap_err();
     assert_eq!(err.http_status(), 409);
 }
 
@@ -228,9 +281,17 @@ async fn data_survives_reopening_the_store() {
     let dir = tempfile::tempdir().unwrap();
     {
         let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
-        engine.remember("docs", &sample_files()).await.unwrap();
+        engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
     }
     let engine = engine(dir.path(), OpenMode::ExistingOnly).await.unwrap();
-    let results = engine.recall(&RecallRequest::new("borrow checker mutable reference").top_k(1)).await.unwrap();
+    let results = engine
+        .recall(&me(&engine).await, &RecallRequest::new("borrow checker mutable reference").top_k(1))
+        .await
+        .unwrap();
     assert_eq!(graph_entries(&results)[0].metadata["document_name"], "rust-ownership.md");
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -79,12 +79,22 @@ fn pairs(items: &[(&str, &str)]) -> BTreeSet<(String, String)> {
 }
 
 async fn dataset_id(engine: &Engine, name: &str) -> DatasetId {
-    engine.datasets().await.unwrap().into_iter().find(|d| d.name == name).unwrap().id
+    engine
+        .datasets(&me(engine).await)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.dataset)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .find(|d| d.name == name)
+        .unwrap()
+        .id
 }
 
 /// The exact graph and collections of the two-document corpus.
 async fn assert_exact_corpus_graph(engine: &Engine) {
-    engine.remember("kg", &corpus()).await.unwrap();
+    engine.remember(&me(engine).await, "kg", &corpus()).await.unwrap();
     let ds = dataset_id(engine, "kg").await;
     let g = engine.graph().get_graph(ds).await.unwrap();
 
@@ -180,7 +190,7 @@ async fn offline_extractor_writes_the_exact_graph_on_the_embedded_default() {
 async fn rerunning_cognify_on_unchanged_data_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = embedded(dir.path()).await;
-    engine.remember("kg", &corpus()).await.unwrap();
+    engine.remember(&me(&engine).await, "kg", &corpus()).await.unwrap();
     let ds = dataset_id(&engine, "kg").await;
     let before = engine.graph().get_graph(ds).await.unwrap();
     let counts = |e: Engine| async move {
@@ -191,11 +201,11 @@ async fn rerunning_cognify_on_unchanged_data_changes_nothing() {
         out
     };
     let vectors_before = counts(engine.clone()).await;
-    let outcome = engine.cognify("kg", &NoProgress).await.unwrap();
+    let outcome = engine.cognify(&me(&engine).await, "kg", &NoProgress).await.unwrap();
     assert_eq!((outcome.items_added, outcome.items_unchanged), (0, 2));
     assert_eq!(engine.graph().get_graph(ds).await.unwrap(), before);
     assert_eq!(counts(engine.clone()).await, vectors_before);
-    let err = engine.cognify("nope", &NoProgress).await.unwrap_err();
+    let err = engine.cognify(&me(&engine).await, "nope", &NoProgress).await.unwrap_err();
     assert!(matches!(err, RecallError::DatasetNotFound { .. }));
 }
 
@@ -203,10 +213,10 @@ async fn rerunning_cognify_on_unchanged_data_changes_nothing() {
 async fn forgetting_a_document_removes_what_only_it_supports() {
     let dir = tempfile::tempdir().unwrap();
     let engine = embedded(dir.path()).await;
-    engine.remember("kg", &corpus()).await.unwrap();
+    engine.remember(&me(&engine).await, "kg", &corpus()).await.unwrap();
     let ds = dataset_id(&engine, "kg").await;
 
-    let outcome = engine.forget_document("kg", "beta.txt").await.unwrap();
+    let outcome = engine.forget_document(&me(&engine).await, "kg", "beta.txt").await.unwrap();
     assert_eq!(outcome.document_name.as_deref(), Some("beta.txt"));
     let g = engine.graph().get_graph(ds).await.unwrap();
     assert_eq!(nodes_of(&g, "TextDocument"), set(&["alpha.txt"]));
@@ -238,13 +248,13 @@ async fn forgetting_a_document_removes_what_only_it_supports() {
     assert!(!texts.contains(&json!("The Analytical Engine inspired Alan Turing.")), "its EdgeType row is gone");
 
     // Nothing of beta comes back in a recall.
-    let results = engine.recall(&RecallRequest::new("Alan Turing inspired")).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("Alan Turing inspired")).await.unwrap();
     assert!(results.iter().all(|r| !r.text().contains("Turing")));
-    let err = engine.forget_document("kg", "beta.txt").await.unwrap_err();
+    let err = engine.forget_document(&me(&engine).await, "kg", "beta.txt").await.unwrap_err();
     assert_eq!(err.http_status(), 404);
 
     // Remembering it again restores the same graph as before.
-    engine.remember("kg", &corpus()).await.unwrap();
+    engine.remember(&me(&engine).await, "kg", &corpus()).await.unwrap();
     let g = engine.graph().get_graph(ds).await.unwrap();
     assert_eq!(nodes_of(&g, "Entity").len(), 4);
     assert_eq!(edges_named(&g, "inspired").len(), 1);
@@ -285,7 +295,7 @@ async fn same_name_same_type_is_one_node_and_a_different_type_in_one_chunk_is_an
     };
     let extractor = Arc::new(ScriptedExtractor { graph, fail: false.into() });
     let engine = memory_builder().extractor(extractor).build().unwrap();
-    engine.remember("d", &[RememberInput::text("Mercury.")]).await.unwrap();
+    engine.remember(&me(&engine).await, "d", &[RememberInput::text("Mercury.")]).await.unwrap();
     let ds = dataset_id(&engine, "d").await;
     let entities = engine.graph().nodes_by_type(ds, "Entity").await.unwrap();
     assert_eq!(entities.len(), 2, "{entities:?}");
@@ -300,7 +310,7 @@ async fn a_failing_extractor_errors_the_run_and_leaves_nothing_searchable() {
     let graph = KnowledgeGraph { nodes: vec![kg_node("1", "Ada", "person", "")], edges: vec![] };
     let extractor = Arc::new(ScriptedExtractor { graph, fail: true.into() });
     let engine = memory_builder().extractor(extractor.clone()).build().unwrap();
-    let err = engine.remember("d", &[RememberInput::text("Ada wrote notes.")]).await.unwrap_err();
+    let err = engine.remember(&me(&engine).await, "d", &[RememberInput::text("Ada wrote notes.")]).await.unwrap_err();
     assert!(matches!(err, RecallError::Provider(_)));
     let ds = dataset_id(&engine, "d").await;
     let runs = engine.relational().runs.list_runs(ds).await.unwrap();
@@ -320,10 +330,10 @@ async fn a_failing_extractor_errors_the_run_and_leaves_nothing_searchable() {
     assert_eq!(engine.relational().data.list_data(ds).await.unwrap()[0].status, DataStatus::Pending);
 
     extractor.fail.store(false, Ordering::SeqCst);
-    let outcome = engine.cognify("d", &NoProgress).await;
+    let outcome = engine.cognify(&me(&engine).await, "d", &NoProgress).await;
     // The in-memory engine keeps no raw copies: re-cognify needs the text again.
     assert!(matches!(outcome, Err(RecallError::NotFound(_))), "{outcome:?}");
-    let outcome = engine.remember("d", &[RememberInput::text("Ada wrote notes.")]).await.unwrap();
+    let outcome = engine.remember(&me(&engine).await, "d", &[RememberInput::text("Ada wrote notes.")]).await.unwrap();
     assert_eq!(outcome.items_added, 1);
     assert_eq!(engine.graph().nodes_by_type(ds, "Entity").await.unwrap().len(), 1);
 }
@@ -381,7 +391,10 @@ async fn the_llm_extractor_builds_the_graph_through_structured_output() {
     settings.embedding_provider = "hashing".into();
     let (engine, active) = build_engine(&settings, OpenMode::Create).await.unwrap();
     assert!(active.llm.is_some());
-    engine.remember("cs", &[RememberInput::text("Grace Hopper helped design COBOL in 1959.")]).await.unwrap();
+    engine
+        .remember(&me(&engine).await, "cs", &[RememberInput::text("Grace Hopper helped design COBOL in 1959.")])
+        .await
+        .unwrap();
     let ds = dataset_id(&engine, "cs").await;
     let g = engine.graph().get_graph(ds).await.unwrap();
     assert_eq!(nodes_of(&g, "Entity"), set(&["grace hopper", "cobol"]));
@@ -415,7 +428,7 @@ async fn edges_from_the_extractor_to_unknown_nodes_are_ignored() {
         }],
     };
     let engine = memory_builder().extractor(Arc::new(ScriptedExtractor { graph, fail: false.into() })).build().unwrap();
-    engine.remember("d", &[RememberInput::text("Ada.")]).await.unwrap();
+    engine.remember(&me(&engine).await, "d", &[RememberInput::text("Ada.")]).await.unwrap();
     let ds = dataset_id(&engine, "d").await;
     let g = engine.graph().get_graph(ds).await.unwrap();
     assert!(g.edges.iter().all(|e| e.relationship_name != "knows"));
@@ -483,25 +496,28 @@ async fn a_store_failing_mid_batch_leaves_no_searchable_chunk_and_retries_cleanl
     )
     .build()
     .unwrap();
-    let err = engine.remember("kg", &corpus()).await.unwrap_err();
+    let err = engine.remember(&me(&engine).await, "kg", &corpus()).await.unwrap_err();
     assert_eq!(err.name(), "BackendError");
     let ds = dataset_id(&engine, "kg").await;
     assert_eq!(vectors.count(ds, col::DOCUMENT_CHUNK_TEXT).await.unwrap(), 0, "chunk rows were removed again");
     // The warm-up guard says the build failed…
-    let results = engine.recall(&RecallRequest::new("Analytical Engine")).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("Analytical Engine")).await.unwrap();
     assert!(
         matches!(results.as_slice(), [recall_core::RecallResponse::System(m)] if m.status == "build_failed"),
         "{results:?}"
     );
     // …and past it (only_context skips the guard) nothing half-written is searchable.
-    let err = engine.recall(&RecallRequest::new("Analytical Engine").only_context(true)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("Analytical Engine").only_context(true))
+        .await
+        .unwrap_err();
     assert!(matches!(err, RecallError::NoData(_)), "nothing half-written is searchable: {err:?}");
     let runs = engine.relational().runs.list_runs(ds).await.unwrap();
     assert_eq!(runs.last().unwrap().status, PipelineRunStatus::Errored);
     assert_eq!(runs.last().unwrap().error_class.as_deref(), Some("BackendError"));
 
     vectors.armed.store(false, Ordering::SeqCst);
-    engine.remember("kg", &corpus()).await.unwrap();
+    engine.remember(&me(&engine).await, "kg", &corpus()).await.unwrap();
     let g = engine.graph().get_graph(ds).await.unwrap();
     assert_eq!(nodes_of(&g, "Entity").len(), 4, "the retry converges with no duplicates");
     assert_eq!(count_of(&g, "DocumentChunk"), 2);
@@ -517,11 +533,18 @@ async fn binary_and_empty_files_are_typed_errors_that_write_nothing() {
     std::fs::write(&empty, "  \n").unwrap();
     let engine = memory_builder().build().unwrap();
     for (path, needle) in [(binary, "not valid UTF-8"), (empty, "is empty")] {
-        let err = engine.remember("d", &[RememberInput::File(path)]).await.unwrap_err();
+        let err = engine.remember(&me(&engine).await, "d", &[RememberInput::File(path)]).await.unwrap_err();
         assert_eq!(err.http_status(), 400);
         assert!(err.to_string().contains(needle), "{err}");
     }
-    assert!(engine.datasets().await.unwrap().is_empty());
+    assert!(engine
+        .datasets(&me(&engine).await)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.dataset)
+        .collect::<Vec<_>>()
+        .is_empty());
 }
 
 /// The same exact-graph check with the Neo4j graph adapter (FalkorDB's Bolt
@@ -537,7 +560,7 @@ async fn offline_extractor_writes_the_exact_graph_on_neo4j() {
     let mut settings = Settings::embedded(dir.path()).unwrap();
     settings.graph_url = uri;
     settings.graph_user = std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".into());
-    settings.graph_password = std::env::var("NEO4J_PASSWORD").unwrap_or_default();
+    settings.graph_password = std::env::var("NEO4J_PASSWORD").unwrap_or_default().into();
     settings.graph_schema = std::env::var("NEO4J_SCHEMA").unwrap_or_else(|_| "falkordb".into());
     settings.graph_max_batch_bytes =
         std::env::var("NEO4J_MAX_BATCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
@@ -547,7 +570,7 @@ async fn offline_extractor_writes_the_exact_graph_on_neo4j() {
     let run = async {
         assert_exact_corpus_graph(&engine).await;
         // Clean up: the Bolt server is shared by every test run on this machine.
-        engine.forget_dataset("kg").await.unwrap();
+        engine.forget_dataset(&me(&engine).await, "kg").await.unwrap();
     };
     tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("timed out against the Bolt server");
 }
@@ -562,4 +585,9 @@ async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
     settings.graph_url = "gremlin://x".into();
     let err = build_engine(&settings, OpenMode::Create).await.err().unwrap();
     assert!(err.to_string().contains("Unsupported graph_url"), "{err}");
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

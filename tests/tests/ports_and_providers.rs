@@ -52,10 +52,14 @@ fn memory_engine(embedder: Arc<dyn Embedder>) -> EngineBuilder {
 async fn a_failed_build_is_recorded_and_redone_on_the_next_remember() {
     let embedder = Arc::new(FlakyEmbedder { broken: AtomicBool::new(true), inner: HashingEmbedder::new(64).unwrap() });
     let engine: Engine = memory_engine(embedder.clone()).build().unwrap();
-    let err = engine.remember("docs", &[RememberInput::text("Bees dance to share directions.")]).await.unwrap_err();
+    let err = engine
+        .remember(&me(&engine).await, "docs", &[RememberInput::text("Bees dance to share directions.")])
+        .await
+        .unwrap_err();
     assert!(matches!(err, RecallError::Provider(_)));
 
-    let ds = engine.datasets().await.unwrap()[0].clone();
+    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>()[0]
+        .clone();
     let runs = engine.relational().runs.list_runs(ds.id).await.unwrap();
     let cognify: Vec<_> = runs.iter().filter(|r| r.pipeline_name == "cognify_pipeline").collect();
     assert_eq!(cognify.len(), 2);
@@ -66,9 +70,12 @@ async fn a_failed_build_is_recorded_and_redone_on_the_next_remember() {
     assert_eq!(items[0].status, DataStatus::Pending, "not marked done");
 
     embedder.broken.store(false, Ordering::SeqCst);
-    let outcome = engine.remember("docs", &[RememberInput::text("Bees dance to share directions.")]).await.unwrap();
+    let outcome = engine
+        .remember(&me(&engine).await, "docs", &[RememberInput::text("Bees dance to share directions.")])
+        .await
+        .unwrap();
     assert_eq!(outcome.items_added, 1, "the pending item is redone, not skipped");
-    let results = engine.recall(&RecallRequest::new("bee dance")).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("bee dance")).await.unwrap();
     assert_eq!(results.len(), 1);
 }
 
@@ -116,9 +123,9 @@ async fn a_registered_retriever_replaces_the_built_in_one() {
         .register_retriever(SearchType::Chunks, custom.clone())
         .build()
         .unwrap();
-    engine.remember("a", &[RememberInput::text("alpha")]).await.unwrap();
-    engine.remember("b", &[RememberInput::text("beta")]).await.unwrap();
-    let results = engine.recall(&RecallRequest::new("abc")).await.unwrap();
+    engine.remember(&me(&engine).await, "a", &[RememberInput::text("alpha")]).await.unwrap();
+    engine.remember(&me(&engine).await, "b", &[RememberInput::text("beta")]).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("abc")).await.unwrap();
     let texts: Vec<&str> = results.iter().map(RecallResponse::text).collect();
     assert_eq!(texts, vec!["cba", "cba"], "once per dataset");
     assert_eq!(custom.calls.load(Ordering::SeqCst), 2);
@@ -169,12 +176,17 @@ async fn remember_and_recall_through_an_openai_compatible_embedding_endpoint() {
     assert_eq!(active.embedder, "toy-embedder (8 dimensions)");
     let texts = ["aaaa aaaa", "bbbb bbbb", "cccc cccc"];
     let inputs: Vec<RememberInput> = texts.iter().map(|t| RememberInput::text(*t)).collect();
-    engine.remember("docs", &inputs).await.unwrap();
+    engine.remember(&me(&engine).await, "docs", &inputs).await.unwrap();
     let after_remember = calls.load(Ordering::SeqCst);
     assert!(after_remember >= 3, "batched calls went to the endpoint");
 
-    let results = engine.recall(&RecallRequest::new("bbb").top_k(1)).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("bbb").top_k(1)).await.unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].text(), "bbbb bbbb");
     assert_eq!(calls.load(Ordering::SeqCst), after_remember + 1, "one query embedding");
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -34,7 +34,14 @@ fn builder(config: EngineConfig) -> EngineBuilder {
 }
 
 async fn remembered(engine: &Engine) {
-    engine.remember("bees", &[RememberInput::text("Honeybees share directions with the waggle dance.")]).await.unwrap();
+    engine
+        .remember(
+            &me(engine).await,
+            "bees",
+            &[RememberInput::text("Honeybees share directions with the waggle dance.")],
+        )
+        .await
+        .unwrap();
 }
 
 struct FailingExtractor;
@@ -60,22 +67,28 @@ fn marker(results: &[RecallResponse]) -> &recall_core::ResponseMarkerEntry {
 async fn never_built_memory_answers_with_the_warming_up_marker() {
     let engine = builder(EngineConfig::default()).build().unwrap();
     engine.relational().users.ensure_user(USER).await.unwrap();
-    let results = engine.recall(&RecallRequest::new("anything")).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("anything")).await.unwrap();
     let m = marker(&results);
     assert_eq!(m.status, "memory_warming_up");
     assert_eq!(m.text, "Memory is still warming up: no knowledge graph data exists yet for the requested datasets.");
     assert_eq!((m.datapoint_count, m.threshold), (0, 1));
     assert_eq!(serde_json::to_value(&results[0]).unwrap()["source"], "system");
-    // only_context bypasses the guard; a scope beyond graph gets no marker.
-    assert!(engine.recall(&RecallRequest::new("anything").only_context(true)).await.unwrap().is_empty());
-    assert!(engine.recall(&RecallRequest::new("anything").scope(["graph", "trace"])).await.unwrap().is_empty());
+    // only_context bypasses the guard, and a caller who can read nothing is
+    // then refused; a scope beyond graph gets no marker.
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("anything").only_context(true)).await.unwrap_err();
+    assert_eq!(err.to_string(), "Request owner does not have permission: [read] for any dataset.");
+    assert!(engine
+        .recall(&me(&engine).await, &RecallRequest::new("anything").scope(["graph", "trace"]))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
     let engine = builder(EngineConfig::default()).extractor(Arc::new(FailingExtractor)).build().unwrap();
-    assert!(engine.remember("bees", &[RememberInput::text("Bees dance.")]).await.is_err());
-    let results = engine.recall(&RecallRequest::new("bees")).await.unwrap();
+    assert!(engine.remember(&me(&engine).await, "bees", &[RememberInput::text("Bees dance.")]).await.is_err());
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("bees")).await.unwrap();
     let m = marker(&results);
     assert_eq!(m.status, "build_failed");
     assert_eq!(m.error_class.as_deref(), Some("ProviderError"));
@@ -89,8 +102,8 @@ async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
 
     let config = EngineConfig { warmup_shortcircuit: false, ..Default::default() };
     let engine = builder(config).extractor(Arc::new(FailingExtractor)).build().unwrap();
-    assert!(engine.remember("bees", &[RememberInput::text("Bees dance.")]).await.is_err());
-    let err = engine.recall(&RecallRequest::new("bees")).await.unwrap_err();
+    assert!(engine.remember(&me(&engine).await, "bees", &[RememberInput::text("Bees dance.")]).await.is_err());
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("bees")).await.unwrap_err();
     assert_eq!(err.http_status(), 404);
     assert!(err.to_string().contains("holds 1 data item(s) but its knowledge graph is empty"), "{err}");
 }
@@ -99,7 +112,7 @@ async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
 async fn a_built_graph_is_warm() {
     let engine = builder(EngineConfig::default()).build().unwrap();
     remembered(&engine).await;
-    let results = engine.recall(&RecallRequest::new("waggle dance")).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance")).await.unwrap();
     assert!(!results.is_empty());
     assert!(results.iter().all(|r| r.source() == "graph"));
 }
@@ -162,47 +175,65 @@ async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
     let sources = |r: &[RecallResponse]| r.iter().map(|x| x.source()).collect::<Vec<_>>();
 
     // auto + session id + no datasets: a session hit skips the graph.
-    let r = engine.recall(&RecallRequest::new("how do bees talk").session_id("s1")).await.unwrap();
+    let r = engine.recall(&me(&engine).await, &RecallRequest::new("how do bees talk").session_id("s1")).await.unwrap();
     assert_eq!(sources(&r), vec!["session"]);
     assert_eq!(r[0].text(), "They dance (s1).");
     // No session hit: the graph answers.
-    let r = engine.recall(&RecallRequest::new("waggle dance").session_id("s1")).await.unwrap();
+    let r = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance").session_id("s1")).await.unwrap();
     assert!(!r.is_empty() && r.iter().all(|x| x.source() == "graph"));
     // With datasets both contribute, session first.
-    let r = engine.recall(&RecallRequest::new("how do bees talk").session_id("s1").datasets(["bees"])).await.unwrap();
+    let r = engine
+        .recall(&me(&engine).await, &RecallRequest::new("how do bees talk").session_id("s1").datasets(["bees"]))
+        .await
+        .unwrap();
     assert_eq!(sources(&r)[0], "session");
     assert!(sources(&r)[1..].iter().all(|s| *s == "graph") && r.len() > 1);
     // Explicit lanes, in order.
     let r = engine
-        .recall(&RecallRequest::new("how do bees talk").session_id("s1").scope(["session_context", "session", "trace"]))
+        .recall(
+            &me(&engine).await,
+            &RecallRequest::new("how do bees talk").session_id("s1").scope(["session_context", "session", "trace"]),
+        )
         .await
         .unwrap();
     assert_eq!(sources(&r), vec!["session_context", "session"]);
     // Session lanes need a session id.
-    assert!(engine.recall(&RecallRequest::new("bees").scope(["session", "trace"])).await.unwrap().is_empty());
+    assert!(engine
+        .recall(&me(&engine).await, &RecallRequest::new("bees").scope(["session", "trace"]))
+        .await
+        .unwrap()
+        .is_empty());
     // An empty scope runs nothing.
-    assert!(engine.recall(&RecallRequest::new("bees").scope(Vec::<String>::new())).await.unwrap().is_empty());
+    assert!(engine
+        .recall(&me(&engine).await, &RecallRequest::new("bees").scope(Vec::<String>::new()))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn bad_scopes_and_unavailable_lanes_are_typed_errors() {
     let engine = builder(EngineConfig::default()).build().unwrap();
     remembered(&engine).await;
-    let err = engine.recall(&RecallRequest::new("q").scope(["graph", "web"])).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("q").scope(["graph", "web"])).await.unwrap_err();
     assert_eq!(err.name(), "ValueError");
     assert!(err.to_string().starts_with("Unknown recall scope(s): ['web']. Valid values: ['all', 'auto', "));
-    let err = engine.recall(&RecallRequest::new("q").scope(["tools"])).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("q").scope(["tools"])).await.unwrap_err();
     assert_eq!(err.name(), "ToolCallsDisabledError");
-    let err = engine.recall(&RecallRequest::new("q").scope(["code"])).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("q").scope(["code"])).await.unwrap_err();
     assert_eq!(err.to_string(), "Unsupported search type: SearchType.CODE");
     let mut request = RecallRequest::new("q");
     request.tools_trigger = "sometimes".into();
-    assert_eq!(engine.recall(&request).await.unwrap_err().name(), "InvalidToolsTriggerError");
+    assert_eq!(engine.recall(&me(&engine).await, &request).await.unwrap_err().name(), "InvalidToolsTriggerError");
     let mut request = RecallRequest::new("q");
     request.code_query = Some(json!({"operation": "explore"}));
-    assert_eq!(engine.recall(&request).await.unwrap_err().name(), "InvalidCodeQueryError");
+    assert_eq!(engine.recall(&me(&engine).await, &request).await.unwrap_err().name(), "InvalidCodeQueryError");
     // "graph_context" is the deprecated spelling of "graph".
-    assert!(!engine.recall(&RecallRequest::new("waggle").scope(["graph_context"])).await.unwrap().is_empty());
+    assert!(!engine
+        .recall(&me(&engine).await, &RecallRequest::new("waggle").scope(["graph_context"]))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn fake_llm(answer: &'static str) -> String {
@@ -226,22 +257,26 @@ async fn a_routed_guess_that_finds_nothing_is_retried_once_as_hybrid() {
     remembered(&engine).await;
 
     // Routed to CODING_RULES (no rules stored): retried as HYBRID_COMPLETION.
-    let r = engine.recall(&RecallRequest::new("What are our coding rules for bees?")).await.unwrap();
+    let r =
+        engine.recall(&me(&engine).await, &RecallRequest::new("What are our coding rules for bees?")).await.unwrap();
     let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
     assert_eq!(item.search_type, SearchType::HybridCompletion);
     assert_eq!(item.text, "Bees dance.");
     // Pinned, it is never retried.
     let r = engine
-        .recall(&RecallRequest::new("What are our coding rules for bees?").query_type(SearchType::CodingRules))
+        .recall(
+            &me(&engine).await,
+            &RecallRequest::new("What are our coding rules for bees?").query_type(SearchType::CodingRules),
+        )
         .await
         .unwrap();
     assert!(r.is_empty());
     // A routed quoted phrase that finds chunks stays lexical.
-    let r = engine.recall(&RecallRequest::new("\"waggle dance\"")).await.unwrap();
+    let r = engine.recall(&me(&engine).await, &RecallRequest::new("\"waggle dance\"")).await.unwrap();
     let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
     assert_eq!(item.search_type, SearchType::ChunksLexical);
     // The default route is HYBRID_COMPLETION.
-    let r = engine.recall(&RecallRequest::new("How do bees share directions?")).await.unwrap();
+    let r = engine.recall(&me(&engine).await, &RecallRequest::new("How do bees share directions?")).await.unwrap();
     let RecallResponse::Graph(item) = &r[0] else { panic!("{r:?}") };
     assert_eq!(item.search_type, SearchType::HybridCompletion);
 }
@@ -251,12 +286,12 @@ async fn graph_searches_are_recorded_in_history() {
     let engine = builder(EngineConfig::default()).build().unwrap();
     engine.relational().users.ensure_user(USER).await.unwrap();
     // A warm-up marker records nothing.
-    engine.recall(&RecallRequest::new("nothing yet")).await.unwrap();
-    assert!(engine.search_history().await.unwrap().is_empty());
+    engine.recall(&me(&engine).await, &RecallRequest::new("nothing yet")).await.unwrap();
+    assert!(engine.search_history(&me(&engine).await).await.unwrap().is_empty());
 
     remembered(&engine).await;
-    let results = engine.recall(&RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
-    let history = engine.search_history().await.unwrap();
+    let results = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance").top_k(1)).await.unwrap();
+    let history = engine.search_history(&me(&engine).await).await.unwrap();
     let rows: Vec<(&str, &str)> = history.iter().map(|r| (r.user.as_str(), r.text.as_str())).collect();
     let answer = serde_json::to_value(vec![serde_json::to_value(&results[0]).unwrap()["raw"].clone()]).unwrap();
     assert_eq!(rows, vec![("user", "waggle dance"), ("system", answer.to_string().as_str())]);
@@ -264,8 +299,8 @@ async fn graph_searches_are_recorded_in_history() {
 
     let quiet = builder(EngineConfig { log_search_history: false, ..Default::default() }).build().unwrap();
     remembered(&quiet).await;
-    quiet.recall(&RecallRequest::new("waggle dance")).await.unwrap();
-    assert!(quiet.search_history().await.unwrap().is_empty());
+    quiet.recall(&me(&quiet).await, &RecallRequest::new("waggle dance")).await.unwrap();
+    assert!(quiet.search_history(&me(&quiet).await).await.unwrap().is_empty());
 }
 
 struct BrokenHistory;
@@ -293,6 +328,11 @@ async fn a_failing_history_write_fails_the_recall() {
     .build()
     .unwrap();
     remembered(&engine).await;
-    let err = engine.recall(&RecallRequest::new("waggle dance")).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance")).await.unwrap_err();
     assert!(err.to_string().contains("history table is gone"), "{err}");
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -82,6 +82,7 @@ fn builder(config: EngineConfig) -> EngineBuilder {
 async fn fixture(engine: &Engine) {
     engine
         .remember(
+            &me(engine).await,
             "d",
             &[
                 RememberInput::Text { text: ALPHA.into(), name: Some("alpha.txt".into()) },
@@ -118,12 +119,12 @@ fn graph_items(results: Vec<RecallResponse>) -> Vec<ResponseGraphEntry> {
 }
 
 async fn run(engine: &Engine, request: RecallRequest) -> Vec<ResponseGraphEntry> {
-    graph_items(engine.recall(&request).await.unwrap())
+    graph_items(engine.recall(&me(engine).await, &request).await.unwrap())
 }
 
 async fn dataset_id(engine: &Engine) -> DatasetId {
     let user = engine.relational().users.find_user("default_user@example.com").await.unwrap().unwrap();
-    engine.relational().datasets.readable_datasets(&user).await.unwrap()[0].id
+    engine.relational().datasets.permitted_datasets(&user, recall_core::Permission::Read).await.unwrap()[0].id
 }
 
 #[tokio::test]
@@ -145,7 +146,7 @@ async fn chunks_lexical_sees_new_data_after_remember() {
     let engine = offline().await;
     let before = run(&engine, RecallRequest::new("zeppelin").query_type(SearchType::ChunksLexical).top_k(1)).await;
     assert_ne!(before[0].text, "A zeppelin is an airship.");
-    engine.remember("d", &[RememberInput::text("A zeppelin is an airship.")]).await.unwrap();
+    engine.remember(&me(&engine).await, "d", &[RememberInput::text("A zeppelin is an airship.")]).await.unwrap();
     let after = run(&engine, RecallRequest::new("zeppelin").query_type(SearchType::ChunksLexical).top_k(1)).await;
     assert_eq!(after[0].text, "A zeppelin is an airship.");
 }
@@ -292,7 +293,7 @@ async fn hybrid_rejects_graph_only_knobs_and_defers_on_others() {
     let (engine, _fake) = with_llm(Arc::new(|_| "ok".into()), EngineConfig::default()).await;
     let mut request = RecallRequest::new("Ada").query_type(SearchType::HybridCompletion);
     request.wide_search_top_k = Some(10);
-    let err = engine.recall(&request).await.unwrap_err();
+    let err = engine.recall(&me(&engine).await, &request).await.unwrap_err();
     assert_eq!(err.name(), "InvalidHybridSearchConfig");
     assert_eq!(err.to_string(), "wide_search_top_k requires query_type=SearchType.GRAPH_COMPLETION.");
     assert_eq!(err.http_status(), 422);
@@ -333,14 +334,20 @@ async fn structured_output_is_validated_and_returned_in_structured() {
     let (engine, fake) = with_llm(Arc::new(|_| json!({"person": 7}).to_string()), EngineConfig::default()).await;
     let n = fake.requests().len();
     let err = engine
-        .recall(&RecallRequest::new("Who?").query_type(SearchType::RagCompletion).response_schema(schema))
+        .recall(
+            &me(&engine).await,
+            &RecallRequest::new("Who?").query_type(SearchType::RagCompletion).response_schema(schema),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, RecallError::Provider(_)), "{err}");
     assert_eq!(fake.requests().len() - n, 2);
     // An invalid schema is refused before any I/O.
     let err = engine
-        .recall(&RecallRequest::new("Who?").query_type(SearchType::RagCompletion).response_schema(json!({"type": 5})))
+        .recall(
+            &me(&engine).await,
+            &RecallRequest::new("Who?").query_type(SearchType::RagCompletion).response_schema(json!({"type": 5})),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.name(), "InvalidResponseSchemaError");
@@ -450,7 +457,10 @@ async fn temporal_moves_chunks_in_the_time_window_first() {
 #[tokio::test]
 async fn triplet_completion_needs_triplet_embeddings() {
     let (engine, _fake) = with_llm(Arc::new(|_| "ok".into()), EngineConfig::default()).await;
-    let err = engine.recall(&RecallRequest::new("Ada").query_type(SearchType::TripletCompletion)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("Ada").query_type(SearchType::TripletCompletion))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("set TRIPLET_EMBEDDING=true"), "{err}");
     let config = EngineConfig { triplet_embedding: true, ..Default::default() };
     let (engine, fake) = with_llm(Arc::new(|_| "Babbage.".into()), config).await;
@@ -493,14 +503,18 @@ async fn coding_rules_are_the_texts_of_the_node_set() {
 #[tokio::test]
 async fn cypher_is_disabled_by_default_and_unsupported_on_stores_without_cypher() {
     let engine = offline().await;
-    let err =
-        engine.recall(&RecallRequest::new("MATCH (n) RETURN n").query_type(SearchType::Cypher)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("MATCH (n) RETURN n").query_type(SearchType::Cypher))
+        .await
+        .unwrap_err();
     assert_eq!(err.http_status(), 403);
     assert!(err.to_string().starts_with("CYPHER search is disabled by default for security reasons."));
     let engine = builder(EngineConfig { allow_cypher_query: true, ..Default::default() }).build().unwrap();
     fixture(&engine).await;
-    let err =
-        engine.recall(&RecallRequest::new("MATCH (n) RETURN n").query_type(SearchType::Cypher)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("MATCH (n) RETURN n").query_type(SearchType::Cypher))
+        .await
+        .unwrap_err();
     assert_eq!(err.name(), "SearchTypeNotSupported");
     assert_eq!(err.http_status(), 400);
 }
@@ -508,7 +522,10 @@ async fn cypher_is_disabled_by_default_and_unsupported_on_stores_without_cypher(
 #[tokio::test]
 async fn a_search_type_with_no_retriever_is_an_error() {
     let engine = offline().await;
-    let err = engine.recall(&RecallRequest::new("q").query_type(SearchType::AgenticCompletion)).await.unwrap_err();
+    let err = engine
+        .recall(&me(&engine).await, &RecallRequest::new("q").query_type(SearchType::AgenticCompletion))
+        .await
+        .unwrap_err();
     assert_eq!(err.to_string(), "Unsupported search type: SearchType.AGENTIC_COMPLETION");
 }
 
@@ -638,9 +655,10 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
             name: Some(format!("doc{i}.txt")),
         })
         .collect();
-    engine.remember("d", &docs).await.unwrap();
+    engine.remember(&me(&engine).await, "d", &docs).await.unwrap();
     let user = engine.relational().users.find_user("default_user@example.com").await.unwrap().unwrap();
-    let dataset = engine.relational().datasets.readable_datasets(&user).await.unwrap().remove(0);
+    let dataset =
+        engine.relational().datasets.permitted_datasets(&user, recall_core::Permission::Read).await.unwrap().remove(0);
     let mut stored = graph.get_graph(dataset.id).await.unwrap();
     assert!(stored.edges.iter().any(|e| e.properties.contains_key("document_ids")), "relations carry provenance");
     // Feedback on some edges and nodes, for the runs with feedback influence.
@@ -693,4 +711,9 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
             }
         }
     }
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

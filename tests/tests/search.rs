@@ -28,7 +28,14 @@ fn engine(config: EngineConfig) -> Engine {
 
 async fn fixture(config: EngineConfig) -> Engine {
     let engine = engine(config);
-    engine.remember("space", &[RememberInput::text("Jupiter is the largest planet. Saturn has rings.")]).await.unwrap();
+    engine
+        .remember(
+            &me(&engine).await,
+            "space",
+            &[RememberInput::text("Jupiter is the largest planet. Saturn has rings.")],
+        )
+        .await
+        .unwrap();
     engine
 }
 
@@ -36,9 +43,12 @@ async fn fixture(config: EngineConfig) -> Engine {
 async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
     let engine = fixture(EngineConfig::default()).await;
     // only_context on the default GRAPH_COMPLETION: the user prompt, built with search()'s system prompt.
-    let out = engine.search(&SearchRequest::new("Which planet is the largest?").only_context(true)).await.unwrap();
+    let out = engine
+        .search(&me(&engine).await, &SearchRequest::new("Which planet is the largest?").only_context(true))
+        .await
+        .unwrap();
     assert_eq!(out.len(), 1);
-    let ds = engine.dataset("space").await.unwrap();
+    let ds = engine.dataset(&me(&engine).await, "space").await.unwrap();
     assert_eq!(out[0]["dataset_id"], ds.id.to_string());
     assert_eq!(out[0]["dataset_name"], "space");
     assert_eq!(out[0]["dataset_tenant_id"], Value::Null);
@@ -47,7 +57,10 @@ async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
     assert!(out[0].get("error").is_none());
 
     // CHUNKS: the payload dicts with their distances.
-    let out = engine.search(&SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(1)).await.unwrap();
+    let out = engine
+        .search(&me(&engine).await, &SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(1))
+        .await
+        .unwrap();
     let hits = out[0]["search_result"].as_array().unwrap();
     assert_eq!(hits.len(), 1);
     assert!(hits[0]["text"].as_str().unwrap().contains("Jupiter"));
@@ -56,7 +69,7 @@ async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
     // Verbose: every part of the search, the system prompt included.
     let mut verbose = SearchRequest::new("Which planet is the largest?").only_context(true);
     verbose.verbose = true;
-    let out = engine.search(&verbose).await.unwrap();
+    let out = engine.search(&me(&engine).await, &verbose).await.unwrap();
     for key in
         ["text_result", "context_result", "objects_result", "user_prompt_result", "system_prompt_result", "evidence"]
     {
@@ -67,15 +80,21 @@ async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
     assert!(out[0].get("search_result").is_none());
 
     // History is recorded under the requested type.
-    let history = engine.search_history().await.unwrap();
+    let history = engine.search_history(&me(&engine).await).await.unwrap();
     assert!(history.iter().any(|h| h.text == "Jupiter"), "{history:?}");
 }
 
 #[tokio::test]
 async fn without_access_control_a_single_list_result_is_returned_bare() {
     let engine = fixture(EngineConfig { access_control: false, ..Default::default() }).await;
-    engine.remember("space", &[RememberInput::text("Jupiter has a Great Red Spot.")]).await.unwrap();
-    let out = engine.search(&SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(2)).await.unwrap();
+    engine
+        .remember(&me(&engine).await, "space", &[RememberInput::text("Jupiter has a Great Red Spot.")])
+        .await
+        .unwrap();
+    let out = engine
+        .search(&me(&engine).await, &SearchRequest::new("Jupiter").query_type(SearchType::Chunks).top_k(2))
+        .await
+        .unwrap();
     assert_eq!(out.len(), 2, "{out:?}");
     assert!(out.iter().all(|hit| hit["score"].is_number() && hit.get("dataset_id").is_none()));
 }
@@ -83,36 +102,43 @@ async fn without_access_control_a_single_list_result_is_returned_bare() {
 #[tokio::test]
 async fn datasets_users_and_single_dataset_types_are_checked_in_order() {
     let fresh = engine(EngineConfig::default());
-    let err = fresh.search(&SearchRequest::new("q")).await.unwrap_err();
-    assert!(matches!(err, RecallError::SearchPrecondition));
-    assert!(err.to_string().starts_with("Search prerequisites not met: no database/default user found."));
-    assert_eq!(err.http_status(), 422);
-    // Validation comes before the user lookup.
+    // Validation comes before any dataset lookup.
     let mut bad = SearchRequest::new("q");
     bad.max_iter = Some(0);
-    assert_eq!(fresh.search(&bad).await.unwrap_err().name(), "InvalidMaxIter");
+    assert_eq!(fresh.search(&me(&fresh).await, &bad).await.unwrap_err().name(), "InvalidMaxIter");
 
-    // A user with no dataset at all.
-    fresh.relational().users.ensure_user("default_user@example.com").await.unwrap();
-    assert_eq!(fresh.search(&SearchRequest::new("q")).await.unwrap_err().to_string(), "No datasets found.");
+    // A user with no dataset at all: unscoped is 403 "for any dataset", an
+    // explicitly empty list is "No datasets found.".
+    let err = fresh.search(&me(&fresh).await, &SearchRequest::new("q")).await.unwrap_err();
+    assert_eq!(err.to_string(), "Request owner does not have permission: [read] for any dataset.");
+    assert_eq!((err.name(), err.http_status()), ("PermissionDeniedError", 403));
+    let mut empty = SearchRequest::new("q");
+    empty.datasets = Some(Vec::new());
+    assert_eq!(fresh.search(&me(&fresh).await, &empty).await.unwrap_err().to_string(), "No datasets found.");
 
     let engine = fixture(EngineConfig::default()).await;
-    engine.remember("other", &[RememberInput::text("Mars is red.")]).await.unwrap();
-    let err = engine.search(&SearchRequest::new("q").datasets(["space", "nope"])).await.unwrap_err();
+    engine.remember(&me(&engine).await, "other", &[RememberInput::text("Mars is red.")]).await.unwrap();
+    let err =
+        engine.search(&me(&engine).await, &SearchRequest::new("q").datasets(["space", "nope"])).await.unwrap_err();
     assert!(matches!(err, RecallError::DatasetNotFound { ref missing } if missing == &["nope".to_string()]));
     // SKILLS needs exactly one explicit dataset.
     let skills = SearchRequest::new("how do I deploy").query_type(SearchType::Skills);
-    let err = engine.search(&skills).await.unwrap_err();
+    let err = engine.search(&me(&engine).await, &skills).await.unwrap_err();
     assert_eq!(
         (err.name(), err.to_string().as_str()),
         ("InvalidSkillsDatasetScope", "SKILLS search requires exactly one explicit dataset.")
     );
-    let out = engine.search(&skills.clone().datasets(["space"])).await.unwrap();
+    let out = engine.search(&me(&engine).await, &skills.clone().datasets(["space"])).await.unwrap();
     assert_eq!(out[0]["search_result"], serde_json::json!([]), "no skills in the dataset");
     // A dataset id wins over names.
     let mut by_id = SearchRequest::new("Mars").query_type(SearchType::Chunks).datasets(["space"]);
-    by_id.dataset_ids = Some(vec![engine.dataset("other").await.unwrap().id]);
-    let out = engine.search(&by_id).await.unwrap();
+    by_id.dataset_ids = Some(vec![engine.dataset(&me(&engine).await, "other").await.unwrap().id]);
+    let out = engine.search(&me(&engine).await, &by_id).await.unwrap();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["dataset_name"], "other");
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

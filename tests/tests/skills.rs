@@ -44,10 +44,14 @@ fn skills_tree(root: &Path) -> PathBuf {
 async fn ops_engine(config: EngineConfig, tmp: &Path) -> Engine {
     let engine = engine(config);
     engine
-        .remember("ops", &[RememberInput::text("The service runs on three nodes. API keys expire every 90 days.")])
+        .remember(
+            &me(&engine).await,
+            "ops",
+            &[RememberInput::text("The service runs on three nodes. API keys expire every 90 days.")],
+        )
         .await
         .unwrap();
-    let (_, added) = engine.add_skills("ops", &[skills_tree(tmp)]).await.unwrap();
+    let (_, added) = engine.add_skills(&me(&engine).await, "ops", &[skills_tree(tmp)]).await.unwrap();
     assert_eq!(added.len(), 4);
     engine
 }
@@ -67,7 +71,7 @@ async fn the_gate_appends_up_to_three_skills_after_the_other_results() {
     let tmp = tempfile::tempdir().unwrap();
     let engine = ops_engine(EngineConfig::default(), tmp.path()).await;
     let request = RecallRequest::new("How do I rotate the API keys?").query_type(SearchType::Chunks).datasets(["ops"]);
-    let (results, explain) = engine.recall_explained(&request).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &request).await.unwrap();
     assert!(explain.skill_gate);
     let skills = skills_of(&results);
     assert!(!skills.is_empty() && skills.len() <= 3, "{results:?}");
@@ -98,7 +102,7 @@ async fn the_gate_appends_up_to_three_skills_after_the_other_results() {
 async fn the_gate_is_skipped_unless_one_dataset_graph_and_a_procedure_question() {
     let tmp = tempfile::tempdir().unwrap();
     let engine = ops_engine(EngineConfig::default(), tmp.path()).await;
-    engine.remember("other", &[RememberInput::text("Unrelated notes.")]).await.unwrap();
+    engine.remember(&me(&engine).await, "other", &[RememberInput::text("Unrelated notes.")]).await.unwrap();
     let q = "How do I rotate the API keys?";
     let base = || RecallRequest::new(q).query_type(SearchType::Chunks);
     let cases = [
@@ -109,18 +113,18 @@ async fn the_gate_is_skipped_unless_one_dataset_graph_and_a_procedure_question()
         ("graph not in scope", base().datasets(["ops"]).scope(["session"])),
     ];
     for (why, request) in cases {
-        let (results, explain) = engine.recall_explained(&request).await.unwrap();
+        let (results, explain) = engine.recall_explained(&me(&engine).await, &request).await.unwrap();
         assert!(skills_of(&results).is_empty(), "{why}: {results:?}");
         assert_eq!(explain.skills_added, 0, "{why}");
     }
     // A single dataset id works as well as a name.
-    let id = engine.dataset("ops").await.unwrap().id;
+    let id = engine.dataset(&me(&engine).await, "ops").await.unwrap().id;
     let mut by_id = base();
     by_id.dataset_ids = Some(vec![id]);
-    assert!(!skills_of(&engine.recall(&by_id).await.unwrap()).is_empty());
+    assert!(!skills_of(&engine.recall(&me(&engine).await, &by_id).await.unwrap()).is_empty());
     // Explicit SKILLS: no gate, the search type itself answers.
     let explicit = RecallRequest::new(q).query_type(SearchType::Skills).datasets(["ops"]).top_k(2);
-    let (results, explain) = engine.recall_explained(&explicit).await.unwrap();
+    let (results, explain) = engine.recall_explained(&me(&engine).await, &explicit).await.unwrap();
     assert!(!explain.skill_gate);
     assert_eq!(results.len(), 2);
     let RecallResponse::Graph(e) = &results[0] else { panic!("{results:?}") };
@@ -128,31 +132,36 @@ async fn the_gate_is_skipped_unless_one_dataset_graph_and_a_procedure_question()
     assert!(e.score.is_some() && !e.raw.contains_key("procedure"));
     // Turned off.
     let off = ops_engine(EngineConfig { skill_gate_enabled: false, ..Default::default() }, tmp.path()).await;
-    assert!(skills_of(&off.recall(&base().datasets(["ops"])).await.unwrap()).is_empty());
+    assert!(skills_of(&off.recall(&me(&off).await, &base().datasets(["ops"])).await.unwrap()).is_empty());
 }
 
 #[tokio::test]
 async fn skills_are_scoped_to_their_dataset_and_a_dataset_without_skills_adds_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let engine = ops_engine(EngineConfig::default(), tmp.path()).await;
-    engine.remember("other", &[RememberInput::text("Notes about API keys and deployments.")]).await.unwrap();
+    engine
+        .remember(&me(&engine).await, "other", &[RememberInput::text("Notes about API keys and deployments.")])
+        .await
+        .unwrap();
     let request = RecallRequest::new("What are the steps to deploy the service?")
         .query_type(SearchType::Chunks)
         .datasets(["other"]);
-    let results = engine.recall(&request).await.unwrap();
+    let results = engine.recall(&me(&engine).await, &request).await.unwrap();
     assert!(!results.is_empty());
     assert!(skills_of(&results).is_empty(), "{results:?}");
     let explicit = RecallRequest::new("deploy").query_type(SearchType::Skills).datasets(["other"]);
-    assert!(engine.recall(&explicit).await.unwrap().is_empty());
+    assert!(engine.recall(&me(&engine).await, &explicit).await.unwrap().is_empty());
 }
 
 #[tokio::test]
 async fn the_gate_adds_skills_after_a_warming_up_marker() {
     let tmp = tempfile::tempdir().unwrap();
     let engine = engine(EngineConfig::default());
-    engine.add_skills("runbooks", &[skills_tree(tmp.path())]).await.unwrap();
-    let results =
-        engine.recall(&RecallRequest::new("Walk me through the database backup").datasets(["runbooks"])).await.unwrap();
+    engine.add_skills(&me(&engine).await, "runbooks", &[skills_tree(tmp.path())]).await.unwrap();
+    let results = engine
+        .recall(&me(&engine).await, &RecallRequest::new("Walk me through the database backup").datasets(["runbooks"]))
+        .await
+        .unwrap();
     assert!(matches!(results[0], RecallResponse::System(_)), "{results:?}");
     assert!(!skills_of(&results).is_empty());
 }
@@ -165,22 +174,27 @@ async fn adding_skills_validates_every_file_first_and_replaces_on_re_add() {
     let bad = tmp.path().join("bad");
     std::fs::create_dir_all(&bad).unwrap();
     std::fs::write(bad.join("SKILL.md"), "---\nname: [unclosed\n---\n").unwrap();
-    let err = engine.add_skills("ops", &[tree.clone(), bad.clone()]).await.unwrap_err();
+    let err = engine.add_skills(&me(&engine).await, "ops", &[tree.clone(), bad.clone()]).await.unwrap_err();
     assert!(matches!(err, RecallError::InvalidInput(ref m) if m.contains("invalid skill file")), "{err:?}");
     // Nothing was written: not even the dataset.
-    assert!(matches!(engine.dataset("ops").await, Err(RecallError::DatasetNotFound { .. })));
-    let missing = engine.add_skills("ops", &[tmp.path().join("nope")]).await.unwrap_err();
+    assert!(matches!(engine.dataset(&me(&engine).await, "ops").await, Err(RecallError::DatasetNotFound { .. })));
+    let missing = engine.add_skills(&me(&engine).await, "ops", &[tmp.path().join("nope")]).await.unwrap_err();
     assert!(matches!(missing, RecallError::InvalidInput(_)));
     let empty = tmp.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    assert!(matches!(engine.add_skills("ops", &[empty]).await, Err(RecallError::InvalidInput(_))));
+    assert!(matches!(engine.add_skills(&me(&engine).await, "ops", &[empty]).await, Err(RecallError::InvalidInput(_))));
 
-    engine.add_skills("ops", std::slice::from_ref(&tree)).await.unwrap();
+    engine.add_skills(&me(&engine).await, "ops", std::slice::from_ref(&tree)).await.unwrap();
     std::fs::write(tree.join("deploy").join("SKILL.md"), DEPLOY.replace("with a canary", "blue-green")).unwrap();
-    engine.add_skills("ops", &[tree]).await.unwrap();
-    let skills = engine.list_skills("ops").await.unwrap();
+    engine.add_skills(&me(&engine).await, "ops", &[tree]).await.unwrap();
+    let skills = engine.list_skills(&me(&engine).await, "ops").await.unwrap();
     assert_eq!(skills.len(), 4);
     let deploy = skills.iter().find(|s| s.name == "Deploy the service").unwrap();
     assert_eq!(deploy.description, "Deploy the service to production blue-green.");
     assert!(deploy.procedure.starts_with("Build, push the image"));
+}
+
+/// The user these calls act for (created on first use).
+async fn me(engine: &recall_engine::Engine) -> recall_core::User {
+    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -1,9 +1,10 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, HistoryRow, PipelineRun, Result, SearchRecord, User,
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, HistoryRow, Permission,
+    PipelineRun, Result, SearchRecord, User,
 };
 use tokio::sync::RwLock;
 use uuid::Uuid;
@@ -12,8 +13,8 @@ use uuid::Uuid;
 struct State {
     users: BTreeMap<String, User>,
     datasets: BTreeMap<DatasetId, Dataset>,
-    /// (principal, dataset) → permissions
-    acls: HashMap<(Uuid, DatasetId), Vec<&'static str>>,
+    /// Grant rows.
+    acls: BTreeSet<(DatasetId, Uuid, Permission)>,
     data: BTreeMap<(DatasetId, Uuid), DataItem>,
     runs: Vec<PipelineRun>,
     history: Vec<(Uuid, HistoryRow)>,
@@ -52,6 +53,10 @@ impl UserStore for MemoryRelationalStore {
         });
         Ok(user.clone())
     }
+
+    async fn get_users(&self, ids: &[Uuid]) -> Result<Vec<User>> {
+        Ok(self.state.read().await.users.values().filter(|u| ids.contains(&u.id)).cloned().collect())
+    }
 }
 
 #[async_trait]
@@ -70,7 +75,9 @@ impl DatasetStore for MemoryRelationalStore {
             created_at: now_millis(),
         };
         state.datasets.insert(id, dataset.clone());
-        state.acls.insert((owner.id, id), vec!["read", "write", "delete", "share"]);
+        for p in Permission::ALL {
+            state.acls.insert((id, owner.id, p));
+        }
         Ok(dataset)
     }
 
@@ -84,17 +91,43 @@ impl DatasetStore for MemoryRelationalStore {
             .collect())
     }
 
-    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>> {
+    async fn accessible_datasets(&self, user: &User) -> Result<Vec<DatasetAccess>> {
         let state = self.state.read().await;
-        let mut out: Vec<Dataset> = state
+        let mut out: Vec<DatasetAccess> = state
             .datasets
             .values()
-            .filter(|d| {
-                d.tenant_id == user.tenant_id && state.acls.get(&(user.id, d.id)).is_some_and(|p| p.contains(&"read"))
+            .filter(|d| d.tenant_id == user.tenant_id)
+            .filter_map(|d| {
+                let permissions: Vec<Permission> =
+                    Permission::ALL.into_iter().filter(|p| state.acls.contains(&(d.id, user.id, *p))).collect();
+                (!permissions.is_empty()).then(|| DatasetAccess { dataset: d.clone(), permissions })
             })
-            .cloned()
             .collect();
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.name.cmp(&b.name)));
+        out.sort_by(|a, b| {
+            a.dataset.created_at.cmp(&b.dataset.created_at).then_with(|| a.dataset.name.cmp(&b.dataset.name))
+        });
+        Ok(out)
+    }
+
+    async fn grant(&self, dataset: DatasetId, principal: Uuid, permission: Permission) -> Result<()> {
+        self.state.write().await.acls.insert((dataset, principal, permission));
+        Ok(())
+    }
+
+    async fn revoke(&self, dataset: DatasetId, principal: Uuid, permission: Permission) -> Result<()> {
+        self.state.write().await.acls.remove(&(dataset, principal, permission));
+        Ok(())
+    }
+
+    async fn grants(&self, dataset: DatasetId) -> Result<Vec<Grant>> {
+        let state = self.state.read().await;
+        let mut out: Vec<Grant> = state
+            .acls
+            .iter()
+            .filter(|(d, _, _)| *d == dataset)
+            .map(|&(dataset, principal, permission)| Grant { dataset, principal, permission })
+            .collect();
+        out.sort();
         Ok(out)
     }
 
@@ -106,7 +139,7 @@ impl DatasetStore for MemoryRelationalStore {
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
         let mut state = self.state.write().await;
         state.datasets.remove(&dataset);
-        state.acls.retain(|(_, d), _| *d != dataset);
+        state.acls.retain(|(d, _, _)| *d != dataset);
         Ok(())
     }
 }

@@ -28,7 +28,7 @@ const BATCH: usize = 500;
 pub struct Neo4jConfig {
     pub uri: String,
     pub user: String,
-    pub password: String,
+    pub password: recall_core::Secret,
     /// Which index DDL to run at start-up.
     pub schema: SchemaMode,
     /// Upper bound on the estimated size of one UNWIND batch, in bytes. Neo4j
@@ -94,7 +94,7 @@ impl Neo4jConfig {
         Self {
             uri: uri.into(),
             user: user.into(),
-            password: password.into(),
+            password: recall_core::Secret::new(password),
             schema: SchemaMode::Neo4j,
             max_batch_bytes: 1 << 20,
             string_encoding: StringEncoding::Plain,
@@ -164,7 +164,7 @@ pub struct Neo4jGraphStore {
 
 impl Neo4jGraphStore {
     pub async fn connect(config: &Neo4jConfig) -> Result<Self> {
-        let graph = Graph::new(&config.uri, &config.user, &config.password).await.map_err(err)?;
+        let graph = Graph::new(&config.uri, &config.user, config.password.expose()).await.map_err(err)?;
         let store = Self { graph, max_batch_bytes: config.max_batch_bytes.max(1), encoding: config.string_encoding };
         store.healthcheck_bolt().await?;
         match config.schema {

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 pub struct OpenAiConfig {
     /// Base URL, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`.
     pub endpoint: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<recall_core::Secret>,
     pub model: String,
     pub timeout: Duration,
     /// Attempts for a request that failed with 429, 5xx or a transport error.
@@ -27,6 +27,7 @@ pub struct OpenAiConfig {
 
 impl OpenAiConfig {
     pub fn new(endpoint: impl Into<String>, model: impl Into<String>, api_key: Option<String>) -> Self {
+        let api_key = api_key.map(recall_core::Secret::from);
         Self {
             endpoint: endpoint.into(),
             api_key,
@@ -63,7 +64,7 @@ impl Http {
 
     fn request(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         let mut req = self.client.post(self.url(path)).json(body);
-        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.trim().is_empty()) {
+        if let Some(key) = self.config.api_key.as_ref().map(|k| k.expose()).filter(|k| !k.trim().is_empty()) {
             req = req.bearer_auth(key);
         }
         req

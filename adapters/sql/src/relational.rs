@@ -1,8 +1,8 @@
 use async_trait::async_trait;
 use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, GraphBuildStatus, HistoryRow, PipelineRun,
-    PipelineRunStatus, RecallError, Result, SearchRecord, User,
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, GraphBuildStatus, HistoryRow,
+    Permission, PipelineRun, PipelineRunStatus, RecallError, Result, SearchRecord, User,
 };
 use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
 use uuid::Uuid;
@@ -93,6 +93,19 @@ fn run_from_row(row: &QueryResult) -> Result<PipelineRun> {
     })
 }
 
+/// One grant row; granting twice is a no-op.
+const GRANT_SQL: &str =
+    "INSERT INTO acls (principal_id, dataset_id, permission) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+
+fn grant_values(dataset: DatasetId, principal: Uuid, permission: Permission) -> Vec<Value> {
+    vec![principal.to_string().into(), dataset.to_string().into(), permission.as_str().into()]
+}
+
+fn permission_col(row: &QueryResult) -> Result<Permission> {
+    let name: String = row.try_get("", "permission").map_err(db_err)?;
+    name.parse().map_err(|_| RecallError::backend_msg(format!("corrupt grant: unknown permission '{name}'")))
+}
+
 const DATASET_COLS: &str = "id, name, owner_id, tenant_id, created_at";
 const DATA_COLS: &str =
     "dataset_id, id, name, extension, mime_type, content_hash, raw_data_location, owner_id, status, created_at";
@@ -132,6 +145,15 @@ impl UserStore for SqlRelationalStore {
             .await?
             .ok_or_else(|| RecallError::backend_msg(format!("user {email} vanished after insert")))
     }
+
+    async fn get_users(&self, ids: &[Uuid]) -> Result<Vec<User>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT id, email, tenant_id FROM users WHERE id IN ({})", in_list(1, ids.len()));
+        let rows = self.query(&sql, ids.iter().map(|id| Value::from(id.to_string())).collect()).await?;
+        rows.iter().map(user_from_row).collect()
+    }
 }
 
 #[async_trait]
@@ -152,13 +174,8 @@ impl DatasetStore for SqlRelationalStore {
         ))
         .await
         .map_err(db_err)?;
-        for permission in ["read", "write", "delete", "share"] {
-            txn.execute_raw(self.db.stmt(
-                "INSERT INTO acls (principal_id, dataset_id, permission) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                vec![owner.id.to_string().into(), id.to_string().into(), permission.into()],
-            ))
-            .await
-            .map_err(db_err)?;
+        for permission in Permission::ALL {
+            txn.execute_raw(self.db.stmt(GRANT_SQL, grant_values(id, owner.id, permission))).await.map_err(db_err)?;
         }
         txn.commit().await.map_err(db_err)?;
         self.get_dataset(id)
@@ -186,18 +203,63 @@ impl DatasetStore for SqlRelationalStore {
             .collect())
     }
 
-    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>> {
-        let sql = "SELECT d.id, d.name, d.owner_id, d.tenant_id, d.created_at FROM datasets d \
+    async fn accessible_datasets(&self, user: &User) -> Result<Vec<DatasetAccess>> {
+        let sql = "SELECT d.id, d.name, d.owner_id, d.tenant_id, d.created_at, a.permission FROM datasets d \
                    JOIN acls a ON a.dataset_id = d.id \
-                   WHERE a.principal_id = $1 AND a.permission = 'read' ORDER BY d.created_at, d.name";
+                   WHERE a.principal_id = $1 ORDER BY d.created_at, d.name, d.id";
         let rows = self.query(sql, vec![user.id.to_string().into()]).await?;
-        Ok(rows
+        let mut out: Vec<DatasetAccess> = Vec::new();
+        for row in &rows {
+            let dataset = dataset_from_row(row)?;
+            if dataset.tenant_id != user.tenant_id {
+                continue;
+            }
+            let permission = permission_col(row)?;
+            match out.last_mut() {
+                Some(last) if last.dataset.id == dataset.id => last.permissions.push(permission),
+                _ => out.push(DatasetAccess { dataset, permissions: vec![permission] }),
+            }
+        }
+        for access in &mut out {
+            access.permissions.sort();
+            access.permissions.dedup();
+        }
+        Ok(out)
+    }
+
+    async fn grant(&self, dataset: DatasetId, principal: Uuid, permission: Permission) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(GRANT_SQL, grant_values(dataset, principal, permission)))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn revoke(&self, dataset: DatasetId, principal: Uuid, permission: Permission) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "DELETE FROM acls WHERE principal_id = $1 AND dataset_id = $2 AND permission = $3",
+                vec![principal.to_string().into(), dataset.to_string().into(), permission.as_str().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn grants(&self, dataset: DatasetId) -> Result<Vec<Grant>> {
+        let rows = self
+            .query("SELECT principal_id, permission FROM acls WHERE dataset_id = $1", vec![dataset.to_string().into()])
+            .await?;
+        let mut out = rows
             .iter()
-            .map(dataset_from_row)
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .filter(|d| d.tenant_id == user.tenant_id)
-            .collect())
+            .map(|row| {
+                Ok(Grant { dataset, principal: uuid_col(row, "principal_id")?, permission: permission_col(row)? })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        out.sort();
+        Ok(out)
     }
 
     async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>> {

@@ -142,16 +142,19 @@ async fn main() -> recall_core::Result<()> {
     println!("search cache budget: {} MiB", settings.vector_cache_bytes() >> 20);
     let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
     println!("adapters: {} | {} | {} | {}", active.relational, active.graph, active.vector, active.embedder);
+    let user = recall::caller(&engine, &settings, None, true)
+        .await?
+        .ok_or_else(|| recall_core::RecallError::backend_msg("the bench user vanished"))?;
 
     let chunks = if reuse {
-        let ds = engine.dataset("bench").await?;
+        let ds = engine.dataset(&user, "bench").await?;
         let chunks = engine.vectors().count(ds.id, recall_core::model::collections::DOCUMENT_CHUNK_TEXT).await?;
         println!("reusing {} ({chunks} chunks)", dir.display());
         chunks as usize
     } else {
         let inputs = corpus(docs, chunks_per_doc, words);
         let started = Instant::now();
-        let outcome = engine.remember("bench", &inputs).await?;
+        let outcome = engine.remember(&user, "bench", &inputs).await?;
         let elapsed = started.elapsed();
         println!(
             "ingest: {} documents, {} chunks in {:.2}s = {:.0} chunks/s",
@@ -162,13 +165,13 @@ async fn main() -> recall_core::Result<()> {
         );
         outcome.chunks_written
     };
-    let ds = engine.dataset("bench").await?;
+    let ds = engine.dataset(&user, "bench").await?;
     let (nodes, edges) = engine.graph().count(ds.id).await?;
     println!("graph: {nodes} nodes, {edges} edges");
 
     // The first lexical query builds the BM25 index; time it on its own.
     let t = Instant::now();
-    engine.recall(&RecallRequest::new("Ada Lovelace").query_type(SearchType::ChunksLexical).top_k(10)).await?;
+    engine.recall(&user, &RecallRequest::new("Ada Lovelace").query_type(SearchType::ChunksLexical).top_k(10)).await?;
     println!("CHUNKS_LEXICAL first query (builds the BM25 index): {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
 
     for (label, search_type, only_context) in [
@@ -179,7 +182,7 @@ async fn main() -> recall_core::Result<()> {
         // The first query of a type loads the collections it searches into the search cache.
         let t = Instant::now();
         let warm = RecallRequest::new("What did Ada Lovelace do?").query_type(search_type).only_context(only_context);
-        engine.recall(&warm).await?;
+        engine.recall(&user, &warm).await?;
         println!("{label} first query: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
         let mut g = Gen(42);
         let mut latencies = Vec::with_capacity(queries);
@@ -189,7 +192,7 @@ async fn main() -> recall_core::Result<()> {
             let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
             let request = RecallRequest::new(q).query_type(search_type).top_k(10).only_context(only_context);
             let t = Instant::now();
-            let (results, explain) = engine.recall_explained(&request).await?;
+            let (results, explain) = engine.recall_explained(&user, &request).await?;
             latencies.push(t.elapsed());
             for timing in explain.timings_ms {
                 match stages.iter_mut().find(|(name, _)| *name == timing.stage) {

@@ -11,8 +11,8 @@ use recall_core::ports::{
     RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
 };
 use recall_core::{
-    now_millis, DataItem, DataStatus, DatasetId, Edge, GraphBuildStatus, Node, PipelineRun, PipelineRunStatus,
-    RecallError, SearchRecord,
+    now_millis, DataItem, DataStatus, Dataset, DatasetId, Edge, Grant, GraphBuildStatus, Node, Permission, PipelineRun,
+    PipelineRunStatus, RecallError, SearchRecord, User,
 };
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -587,11 +587,13 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
 
     let found = datasets.owned_datasets_by_name(&owner, &["docs".into(), "missing".into()]).await.unwrap();
     assert_eq!(found, vec![docs.clone()]);
-    let readable: Vec<DatasetId> = datasets.readable_datasets(&owner).await.unwrap().iter().map(|d| d.id).collect();
+    let readable: Vec<DatasetId> =
+        datasets.permitted_datasets(&owner, Permission::Read).await.unwrap().iter().map(|d| d.id).collect();
     assert_eq!(readable.len(), 2);
     assert!(readable.contains(&docs.id) && readable.contains(&notes.id));
     assert!(!readable.contains(&theirs.id), "another user's dataset is not readable");
     assert_eq!(datasets.get_datasets(&[notes.id]).await.unwrap(), vec![notes.clone()]);
+    grants_conformance(users, datasets, &owner, &stranger, &docs, &notes, &theirs).await;
 
     let item = DataItem {
         id: Uuid::new_v4(),
@@ -724,6 +726,82 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     datasets.delete_dataset(docs.id).await.unwrap();
     assert_eq!(data.count_data(docs.id).await.unwrap(), 0);
     assert!(runs.list_runs(docs.id).await.unwrap().is_empty());
-    let readable = datasets.readable_datasets(&owner).await.unwrap();
+    let readable = datasets.permitted_datasets(&owner, Permission::Read).await.unwrap();
     assert_eq!(readable, vec![notes], "a deleted dataset is gone");
+    assert!(datasets.grants(docs.id).await.unwrap().is_empty(), "a deleted dataset's grants are gone");
+    let shared: Vec<DatasetId> =
+        datasets.accessible_datasets(&stranger).await.unwrap().iter().map(|a| a.dataset.id).collect();
+    assert!(!shared.contains(&docs.id), "a deleted dataset is shared with nobody");
+}
+
+/// Grant rows: owners hold all four permissions; grants to another user are
+/// exact (one permission gives that one only), idempotent, revocable, and
+/// seen in `accessible_datasets` with the dataset's owner unchanged. Two
+/// users with same-named datasets never see each other's.
+async fn grants_conformance(
+    users: &dyn UserStore,
+    datasets: &dyn DatasetStore,
+    owner: &User,
+    stranger: &User,
+    docs: &Dataset,
+    notes: &Dataset,
+    theirs: &Dataset,
+) {
+    let all = Permission::ALL.to_vec();
+    let owner_view = datasets.accessible_datasets(owner).await.unwrap();
+    assert_eq!(owner_view.len(), 2, "{owner_view:?}");
+    assert_eq!((&owner_view[0].dataset, &owner_view[1].dataset), (docs, notes), "oldest first");
+    assert!(owner_view.iter().all(|a| a.permissions == all), "owners hold every permission: {owner_view:?}");
+    let stranger_view = datasets.accessible_datasets(stranger).await.unwrap();
+    assert_eq!(stranger_view.iter().map(|a| &a.dataset).collect::<Vec<_>>(), vec![theirs]);
+
+    // One permission gives that permission only; twice is a no-op.
+    datasets.grant(docs.id, stranger.id, Permission::Read).await.unwrap();
+    datasets.grant(docs.id, stranger.id, Permission::Read).await.unwrap();
+    let view = datasets.accessible_datasets(stranger).await.unwrap();
+    let shared = view.iter().find(|a| a.dataset.id == docs.id).expect("the shared dataset is accessible");
+    assert_eq!(shared.permissions, vec![Permission::Read]);
+    assert_eq!(shared.dataset.owner_id, owner.id, "sharing does not change the owner");
+    for (permission, expected) in
+        [(Permission::Read, 2), (Permission::Write, 1), (Permission::Delete, 1), (Permission::Share, 1)]
+    {
+        let got = datasets.permitted_datasets(stranger, permission).await.unwrap();
+        assert_eq!(got.len(), expected, "{permission}: {got:?}");
+    }
+    assert!(!datasets.permitted_datasets(stranger, Permission::Read).await.unwrap().contains(notes));
+    let mut expected_grants: Vec<Grant> = Permission::ALL
+        .into_iter()
+        .map(|permission| Grant { dataset: docs.id, principal: owner.id, permission })
+        .chain([Grant { dataset: docs.id, principal: stranger.id, permission: Permission::Read }])
+        .collect();
+    expected_grants.sort();
+    assert_eq!(datasets.grants(docs.id).await.unwrap(), expected_grants);
+
+    // Name resolution stays among owned datasets, whatever is shared.
+    let by_name = datasets.owned_datasets_by_name(stranger, &["docs".into()]).await.unwrap();
+    assert_eq!(by_name, vec![theirs.clone()], "a shared dataset never answers to a name");
+
+    // Revoking takes exactly that grant away; revoking again is a no-op.
+    datasets.grant(docs.id, stranger.id, Permission::Write).await.unwrap();
+    datasets.revoke(docs.id, stranger.id, Permission::Read).await.unwrap();
+    datasets.revoke(docs.id, stranger.id, Permission::Read).await.unwrap();
+    let view = datasets.accessible_datasets(stranger).await.unwrap();
+    let shared = view.iter().find(|a| a.dataset.id == docs.id).expect("write is still held");
+    assert_eq!(shared.permissions, vec![Permission::Write]);
+    assert!(!datasets.permitted_datasets(stranger, Permission::Read).await.unwrap().contains(docs));
+    datasets.revoke(docs.id, stranger.id, Permission::Write).await.unwrap();
+    let view = datasets.accessible_datasets(stranger).await.unwrap();
+    assert!(view.iter().all(|a| a.dataset.id != docs.id), "no grant left, no access: {view:?}");
+    assert_eq!(datasets.accessible_datasets(owner).await.unwrap(), owner_view, "the owner's grants are untouched");
+
+    // get_users finds existing users only.
+    let mut found = users.get_users(&[owner.id, stranger.id, Uuid::new_v4()]).await.unwrap();
+    found.sort_by_key(|u| u.id);
+    let mut expected = vec![owner.clone(), stranger.clone()];
+    expected.sort_by_key(|u| u.id);
+    assert_eq!(found, expected);
+    assert!(users.get_users(&[]).await.unwrap().is_empty());
+
+    // Leave one grant, so the caller's delete_dataset must remove it.
+    datasets.grant(docs.id, stranger.id, Permission::Read).await.unwrap();
 }

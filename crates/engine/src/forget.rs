@@ -8,7 +8,7 @@ use recall_core::model::collections::{
 };
 use recall_core::model::node_types;
 use recall_core::ports::EdgeKey;
-use recall_core::{ids, DataItem, Dataset, Edge, RecallError, Result};
+use recall_core::{ids, DataItem, Dataset, DatasetRef, Edge, RecallError, Result, User};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
@@ -26,28 +26,12 @@ pub struct ForgetOutcome {
 }
 
 impl Engine {
-    /// The default user's dataset with this name (`DatasetNotFoundError` otherwise).
-    pub async fn dataset(&self, name: &str) -> Result<Dataset> {
-        self.owned_dataset(name).await
-    }
-
-    async fn owned_dataset(&self, name: &str) -> Result<Dataset> {
-        let missing = || RecallError::DatasetNotFound { missing: vec![name.to_string()] };
-        let user = self.relational.users.find_user(&self.config.default_user_email).await?.ok_or_else(missing)?;
-        self.relational
-            .datasets
-            .owned_datasets_by_name(&user, &[name.to_string()])
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(missing)
-    }
-
-    /// Deletes a dataset of the default user: its vectors (every collection,
-    /// routing rows included), graph, data items, pipeline runs and finally the
-    /// dataset row, so an interrupted forget can simply be repeated.
-    pub async fn forget_dataset(&self, name: &str) -> Result<Dataset> {
-        let dataset = self.owned_dataset(name).await?;
+    /// Deletes a dataset the caller may delete: its vectors (every
+    /// collection, routing rows included), graph, data items, pipeline runs,
+    /// grants and finally the dataset row, so an interrupted forget can simply
+    /// be repeated.
+    pub async fn forget_dataset(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Dataset> {
+        let dataset = self.deletable(user, &dataset.into()).await?;
         self.bump_data_version(dataset.id);
         self.vectors.delete_dataset(dataset.id).await?;
         self.graph.delete_dataset(dataset.id).await?;
@@ -63,8 +47,13 @@ impl Engine {
     /// document supports; relations only it asserted; then refreshes the
     /// EdgeType counts and the global context index (its bucket goes, the root
     /// is rewritten at once), and finally the data item.
-    pub async fn forget_document(&self, dataset_name: &str, document: &str) -> Result<ForgetOutcome> {
-        let dataset = self.owned_dataset(dataset_name).await?;
+    pub async fn forget_document(
+        &self,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
+        document: &str,
+    ) -> Result<ForgetOutcome> {
+        let dataset = self.deletable(user, &dataset.into()).await?;
         let item = self.find_item(&dataset, document).await?;
         self.bump_data_version(dataset.id);
         let graph = self.graph.get_graph(dataset.id).await?;

@@ -2,6 +2,7 @@
 //! the ports of `recall-core`. It names no concrete backend; the composition
 //! crate wires adapters in through [`EngineBuilder`].
 
+mod access;
 mod chunking;
 mod cognify;
 pub mod dataset_routing;
@@ -9,6 +10,7 @@ pub mod extract;
 mod forget;
 mod global_context;
 mod normalise;
+mod prompt_files;
 mod query_embedder;
 mod recall;
 mod remember;
@@ -22,9 +24,10 @@ use std::sync::Arc;
 use recall_core::ports::{
     Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, SessionLanes, Summarizer, VectorStore,
 };
-use recall_core::{Dataset, RecallError, Result, SearchType};
+use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
+pub use access::DatasetListing;
 pub use chunking::{chunk_text, TextChunk};
 pub use dataset_routing::DatasetRoutingConfig;
 pub use forget::ForgetOutcome;
@@ -36,8 +39,6 @@ pub use search::{SearchRequest, DEFAULT_SEARCH_SYSTEM_PROMPT};
 /// Engine settings that are not ports.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// The user every call acts as when none is given (`DEFAULT_USER_EMAIL`).
-    pub default_user_email: String,
     /// Chunk budget in words.
     pub chunk_size: usize,
     /// Where raw copies of remembered text are kept; `None` keeps none.
@@ -66,12 +67,14 @@ pub struct EngineConfig {
     /// `ENABLE_BACKEND_ACCESS_CONTROL`: legacy search returns one result per
     /// dataset (on) or the bare results (off).
     pub access_control: bool,
+    /// `RECALL_PROMPT_DIRS`: the only directories a request's prompt file
+    /// (`system_prompt_path`) may be read from. Empty: built-in prompts only.
+    pub prompt_dirs: Vec<PathBuf>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            default_user_email: "default_user@example.com".into(),
             chunk_size: 512,
             raw_data_dir: None,
             chunks_per_batch: 500,
@@ -85,6 +88,7 @@ impl Default for EngineConfig {
             dataset_routing: DatasetRoutingConfig::default(),
             skill_gate_enabled: true,
             access_control: true,
+            prompt_dirs: Vec::new(),
         }
     }
 }
@@ -239,15 +243,6 @@ impl Engine {
         self.llm.is_some()
     }
 
-    /// The datasets the default user can read, oldest first. Empty when nothing
-    /// was ever remembered.
-    pub async fn datasets(&self) -> Result<Vec<Dataset>> {
-        match self.relational.users.find_user(&self.config.default_user_email).await? {
-            Some(user) => self.relational.datasets.readable_datasets(&user).await,
-            None => Ok(Vec::new()),
-        }
-    }
-
     /// The ports, for tools and tests that inspect what was written.
     pub fn graph(&self) -> &Arc<dyn GraphStore> {
         &self.graph
@@ -257,12 +252,20 @@ impl Engine {
         &self.vectors
     }
 
-    /// The default user's search history (questions and answers), oldest first.
-    pub async fn search_history(&self) -> Result<Vec<recall_core::HistoryRow>> {
-        match self.relational.users.find_user(&self.config.default_user_email).await? {
-            Some(user) => self.relational.history.search_history(user.id).await,
-            None => Ok(Vec::new()),
-        }
+    /// A dataset's whole graph, for exports; the caller needs `read` on it.
+    pub async fn dataset_graph(
+        &self,
+        user: &User,
+        dataset: impl Into<recall_core::DatasetRef>,
+    ) -> Result<(recall_core::Dataset, recall_core::Subgraph)> {
+        let dataset = self.dataset(user, dataset).await?;
+        let graph = self.graph.get_graph(dataset.id).await?;
+        Ok((dataset, graph))
+    }
+
+    /// The caller's search history (questions and answers), oldest first.
+    pub async fn search_history(&self, user: &User) -> Result<Vec<recall_core::HistoryRow>> {
+        self.relational.history.search_history(user.id).await
     }
 
     pub fn relational(&self) -> &RelationalPorts {

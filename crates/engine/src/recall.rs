@@ -2,7 +2,6 @@
 //! per-dataset fan-out through the retriever registry, and result assembly
 //! (spec/recall.md §2–5, §10, retrievers.md §1).
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use futures::future::join_all;
@@ -230,6 +229,7 @@ impl RecallRequest {
             only_context: self.only_context,
             system_prompt: self.system_prompt.clone(),
             system_prompt_path: self.system_prompt_path.clone(),
+            prompt_files: Default::default(),
             include_references: self.include_references,
             response_schema: self.response_schema.clone(),
             wide_search_top_k: as_usize(self.wide_search_top_k),
@@ -318,12 +318,16 @@ impl RecallExplain {
 impl Engine {
     /// Asks memory a question. Validates before any I/O; an invalid request
     /// reads and writes nothing.
-    pub async fn recall(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
-        Ok(self.recall_explained(request).await?.0)
+    pub async fn recall(&self, user: &User, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
+        Ok(self.recall_explained(user, request).await?.0)
     }
 
     /// [`Engine::recall`], with what it decided and how long each stage took.
-    pub async fn recall_explained(&self, request: &RecallRequest) -> Result<(Vec<RecallResponse>, RecallExplain)> {
+    pub async fn recall_explained(
+        &self,
+        user: &User,
+        request: &RecallRequest,
+    ) -> Result<(Vec<RecallResponse>, RecallExplain)> {
         let top_k = request.validate()?;
         let plan = request.plan()?;
         let mut explain = RecallExplain::default();
@@ -333,10 +337,10 @@ impl Engine {
         explain.skill_gate = gate;
         let skills = async {
             let started = Instant::now();
-            let entries = if gate { self.skill_gate(request).await } else { Vec::new() };
+            let entries = if gate { self.skill_gate(user, request).await } else { Vec::new() };
             Ok::<_, RecallError>((entries, started.elapsed()))
         };
-        let lanes = self.run_lanes(request, &plan, top_k, &mut explain);
+        let lanes = self.run_lanes(user, request, &plan, top_k, &mut explain);
         let (mut merged, (entries, gate_time)) = futures::future::try_join(lanes, skills).await?;
         if gate {
             explain.timings_ms.push(StageTiming { stage: "skill_gate".into(), ms: gate_time.as_secs_f64() * 1e3 });
@@ -349,6 +353,7 @@ impl Engine {
     /// The lanes of the plan, in order, merged.
     async fn run_lanes(
         &self,
+        user: &User,
         request: &RecallRequest,
         plan: &Plan,
         top_k: Option<usize>,
@@ -364,11 +369,11 @@ impl Engine {
                         break;
                     }
                     explain.lanes.push(source.name().into());
-                    merged.extend(self.graph_lane(request, top_k, graph_only, explain).await?);
+                    merged.extend(self.graph_lane(user, request, top_k, graph_only, explain).await?);
                 }
                 Source::Session | Source::Trace | Source::SessionContext => {
                     explain.lanes.push(source.name().into());
-                    merged.extend(self.session_lane(*source, request, top_k).await?);
+                    merged.extend(self.session_lane(user, *source, request, top_k).await?);
                 }
                 Source::Tools => {
                     if request.tools_trigger == "on_empty" && !merged.is_empty() {
@@ -391,6 +396,7 @@ impl Engine {
     /// session id or without session memory.
     async fn session_lane(
         &self,
+        user: &User,
         source: Source,
         request: &RecallRequest,
         top_k: Option<usize>,
@@ -398,23 +404,19 @@ impl Engine {
         let (Some(sessions), Some(session_id)) = (self.sessions.as_ref(), request.session_id.as_deref()) else {
             return Ok(Vec::new());
         };
-        let user = self.default_user().await?;
         let q = request.query_text.as_str();
         Ok(match source {
-            Source::Session => sessions
-                .search_qa(&user, session_id, q, top_k)
-                .await?
-                .into_iter()
-                .map(RecallResponse::Session)
-                .collect(),
+            Source::Session => {
+                sessions.search_qa(user, session_id, q, top_k).await?.into_iter().map(RecallResponse::Session).collect()
+            }
             Source::Trace => sessions
-                .search_traces(&user, session_id, q, top_k)
+                .search_traces(user, session_id, q, top_k)
                 .await?
                 .into_iter()
                 .map(RecallResponse::Trace)
                 .collect(),
             _ => sessions
-                .session_context(&user, session_id, q, &request.context_profile)
+                .session_context(user, session_id, q, &request.context_profile)
                 .await?
                 .into_iter()
                 .map(RecallResponse::SessionContext)
@@ -422,21 +424,17 @@ impl Engine {
         })
     }
 
-    async fn default_user(&self) -> Result<User> {
-        self.relational.users.find_user(&self.config.default_user_email).await?.ok_or(RecallError::RecallPrecondition)
-    }
-
     /// The graph lane (spec/recall.md §3.4): type choice, strict dataset
     /// resolution, dataset routing, the warm-up guard, the search with the
     /// retry-once rule.
     async fn graph_lane(
         &self,
+        user: &User,
         request: &RecallRequest,
         top_k: Option<usize>,
         graph_only: bool,
         explain: &mut RecallExplain,
     ) -> Result<Vec<RecallResponse>> {
-        let user = self.default_user().await?;
         let (search_type, routed_guess, chosen_by) = match request.query_type {
             Some(t) => (t, false, "query_type".to_string()),
             None if !self.llm_available() => (SearchType::Chunks, false, "no_llm".to_string()),
@@ -455,7 +453,7 @@ impl Engine {
         }
 
         let started = Instant::now();
-        let readable = self.resolve_datasets(&user, request).await?;
+        let readable = self.resolve_datasets(user, request).await?;
         explain.time("resolve_datasets", started);
 
         let started = Instant::now();
@@ -470,7 +468,7 @@ impl Engine {
 
         if self.config.warmup_shortcircuit && !request.only_context {
             let started = Instant::now();
-            let status = self.build_status(&user, &routing.selected).await;
+            let status = self.build_status(user, &routing.selected).await;
             explain.time("warmup_probe", started);
             explain.warmup = Some(status.label().into());
             match status {
@@ -480,7 +478,12 @@ impl Engine {
             }
         }
 
-        let options = request.retriever_options(top_k);
+        // Past the warm-up guard, a caller who can read nothing is refused.
+        if readable.is_empty() {
+            return Err(RecallError::no_permission_on_any(recall_core::Permission::Read));
+        }
+        let mut options = request.retriever_options(top_k);
+        self.load_prompt_files(&mut options).await?;
         let started = Instant::now();
         let first = self.search_routed(&routing, search_type, request, &options, explain).await;
         let (final_type, payloads) = match first {
@@ -505,7 +508,7 @@ impl Engine {
         };
         explain.time("search", started);
         let started = Instant::now();
-        self.log_history(&user, request, final_type, &payloads).await?;
+        self.log_history(user, request, final_type, &payloads).await?;
         explain.time("history", started);
         Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
     }
@@ -776,58 +779,9 @@ impl Engine {
         })
     }
 
-    /// Dataset ids (each must be readable), else names resolved strictly among
-    /// the caller's own datasets, else every readable dataset.
+    /// The datasets this request reads ([`Engine::readable_scope`]).
     pub(crate) async fn resolve_datasets(&self, user: &User, request: &RecallRequest) -> Result<Vec<Dataset>> {
-        let readable = self.relational.datasets.readable_datasets(user).await?;
-        if let Some(ids) = request.dataset_ids.as_ref().filter(|ids| !ids.is_empty()) {
-            let mut out = Vec::new();
-            for id in ids {
-                match readable.iter().find(|d| d.id == *id) {
-                    Some(d) if !out.contains(d) => out.push(d.clone()),
-                    Some(_) => {}
-                    None => {
-                        return Err(RecallError::PermissionDenied(
-                            "Request owner does not have necessary permission: [read] for all datasets requested."
-                                .into(),
-                        ))
-                    }
-                }
-            }
-            return Ok(out);
-        }
-        let Some(names) = request.datasets.as_ref() else {
-            return Ok(readable);
-        };
-        if names.is_empty() {
-            return if readable.is_empty() {
-                Err(RecallError::DatasetNotFound { missing: vec![] })
-            } else {
-                Ok(readable)
-            };
-        }
-        let found = self.relational.datasets.owned_datasets_by_name(user, names).await?;
-        let mut seen = HashSet::new();
-        let missing: Vec<String> =
-            names.iter().filter(|n| seen.insert(n.as_str()) && !found.iter().any(|d| &d.name == *n)).cloned().collect();
-        if !missing.is_empty() {
-            return Err(RecallError::DatasetNotFound { missing });
-        }
-        // Request order, each dataset once.
-        let mut out: Vec<Dataset> = Vec::new();
-        for name in names {
-            if let Some(d) = found.iter().find(|d| &d.name == name) {
-                if !out.contains(d) {
-                    out.push(d.clone());
-                }
-            }
-        }
-        if !out.iter().all(|d| readable.contains(d)) {
-            return Err(RecallError::PermissionDenied(
-                "Request owner does not have necessary permission: [read] for all datasets requested.".into(),
-            ));
-        }
-        Ok(out)
+        self.readable_scope(user, request.datasets.as_deref(), request.dataset_ids.as_deref()).await
     }
 
     /// A dataset's chunk vectors must come from the configured embedding model.
@@ -922,10 +876,10 @@ mod tests {
     use super::*;
     use crate::EngineBuilder;
 
-    /// An engine whose stores fail the test if touched, except as `users` allows.
-    fn engine_with(users: MockUserStore) -> Engine {
+    /// An engine whose stores fail the test if touched.
+    fn untouchable_engine() -> Engine {
         let relational = RelationalPorts {
-            users: Arc::new(users),
+            users: Arc::new(MockUserStore::new()),
             datasets: Arc::new(MockDatasetStore::new()),
             data: Arc::new(MockDataStore::new()),
             runs: Arc::new(MockPipelineRunStore::new()),
@@ -941,35 +895,25 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    fn caller() -> User {
+        User { id: Uuid::nil(), email: "someone@example.com".into(), tenant_id: None }
+    }
+
     #[tokio::test]
     async fn invalid_requests_fail_before_any_store_call() {
-        let mut users = MockUserStore::new();
-        users.expect_find_user().never();
-        let engine = engine_with(users);
-        let err = engine.recall(&RecallRequest::new("q").top_k(0)).await.err();
+        let engine = untouchable_engine();
+        let err = engine.recall(&caller(), &RecallRequest::new("q").top_k(0)).await.err();
         assert!(matches!(err, Some(RecallError::QueryValidation(_))));
-        let err = engine.recall(&RecallRequest::new("\t\n")).await.err();
+        let err = engine.recall(&caller(), &RecallRequest::new("\t\n")).await.err();
         assert!(matches!(err, Some(RecallError::QueryValidation(_))));
     }
 
     #[tokio::test]
     async fn an_unsupported_type_fails_before_datasets_are_read() {
-        let mut users = MockUserStore::new();
-        users
-            .expect_find_user()
-            .times(1)
-            .returning(|email| Ok(Some(User { id: Uuid::nil(), email: email.to_string(), tenant_id: None })));
         // MockDatasetStore has no expectations: reading datasets would panic.
-        let engine = engine_with(users);
-        let err = engine.recall(&RecallRequest::new("q").query_type(SearchType::GraphReport)).await.err();
+        let engine = untouchable_engine();
+        let request = RecallRequest::new("q").query_type(SearchType::GraphReport);
+        let err = engine.recall(&caller(), &request).await.err();
         assert_eq!(err.map(|e| e.to_string()), Some("Unsupported search type: SearchType.GRAPH_REPORT".into()));
-    }
-
-    #[tokio::test]
-    async fn no_user_means_recall_precondition() {
-        let mut users = MockUserStore::new();
-        users.expect_find_user().times(1).returning(|_| Ok(None));
-        let err = engine_with(users).recall(&RecallRequest::new("q")).await.err();
-        assert!(matches!(err, Some(RecallError::RecallPrecondition)));
     }
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::model::pipelines;
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, PipelineRun, PipelineRunStatus, RecallError, Result,
-    User,
+    ids, now_millis, DataItem, DataStatus, Dataset, DatasetId, DatasetRef, Permission, PipelineRun, PipelineRunStatus,
+    RecallError, Result, User,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -143,17 +143,28 @@ impl Engine {
     }
 
     /// Stores the inputs in `dataset` and builds their chunks, graph and vectors.
-    pub async fn remember(&self, dataset: &str, inputs: &[RememberInput]) -> Result<RememberOutcome> {
-        self.remember_with_progress(dataset, inputs, &NoProgress).await
+    /// A name is the caller's own dataset (created when missing); an id is
+    /// any dataset the caller may write to.
+    pub async fn remember(
+        &self,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
+        inputs: &[RememberInput],
+    ) -> Result<RememberOutcome> {
+        self.remember_with_progress(user, dataset, inputs, &NoProgress).await
     }
 
     pub async fn remember_with_progress(
         &self,
-        dataset_name: &str,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
         inputs: &[RememberInput],
         progress: &dyn RememberProgress,
     ) -> Result<RememberOutcome> {
-        validate_dataset_name(dataset_name)?;
+        let target = dataset.into();
+        if let DatasetRef::Name(name) = &target {
+            validate_dataset_name(name)?;
+        }
         if inputs.is_empty() {
             return Err(RecallError::invalid_input("Nothing to remember: pass at least one text or file."));
         }
@@ -162,13 +173,12 @@ impl Engine {
 
         // A store filled by another embedding model cannot take these vectors:
         // refuse before writing anything.
-        self.check_collection_model(DOCUMENT_CHUNK_TEXT, dataset_name).await?;
+        self.check_collection_model(DOCUMENT_CHUNK_TEXT, &target.label()).await?;
 
-        let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
-        let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
+        let dataset = self.writable(user, &target).await?;
 
         progress.stage("add", loaded.len());
-        let items = self.add(&user, &dataset, &loaded, progress).await?;
+        let items = self.add(user, &dataset, &loaded, progress).await?;
         let items = items.into_iter().zip(loaded.into_iter().map(|l| l.text)).collect();
         self.cognify_stage(&dataset, items, progress).await
     }
@@ -271,21 +281,13 @@ impl Engine {
     /// Re-runs cognify on a dataset: items not yet completed are processed
     /// from their raw copies, and the derived indexes are refreshed. On
     /// unchanged, completed data it changes nothing.
-    pub async fn cognify(&self, dataset_name: &str, progress: &dyn RememberProgress) -> Result<RememberOutcome> {
-        let user = self
-            .relational
-            .users
-            .find_user(&self.config.default_user_email)
-            .await?
-            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![dataset_name.to_string()] })?;
-        let dataset = self
-            .relational
-            .datasets
-            .owned_datasets_by_name(&user, &[dataset_name.to_string()])
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(|| RecallError::DatasetNotFound { missing: vec![dataset_name.to_string()] })?;
+    pub async fn cognify(
+        &self,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
+        progress: &dyn RememberProgress,
+    ) -> Result<RememberOutcome> {
+        let dataset = self.authorize(user, &dataset.into(), Permission::Write).await?;
         let mut items = Vec::new();
         for item in self.relational.data.list_data(dataset.id).await? {
             let text = if item.status == DataStatus::Completed {

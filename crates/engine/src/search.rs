@@ -3,7 +3,7 @@
 //! order and its backwards-compatible result shape. No router, no warm-up
 //! guard, no skill gate, no session lanes, no retry.
 
-use recall_core::{DatasetId, RecallError, Result, SearchType};
+use recall_core::{DatasetId, RecallError, Result, SearchType, User};
 use recall_retrievers::RetrievedContext;
 use serde_json::{json, Map, Value};
 
@@ -275,15 +275,13 @@ impl Engine {
     /// datasets strictly, runs the type on each and records the history
     /// under the requested type. Returns Cognee's backwards-compatible
     /// result list.
-    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<Value>> {
+    pub async fn search(&self, user: &User, request: &SearchRequest) -> Result<Vec<Value>> {
         request.check_search_parameters()?;
         let recall = request.as_recall();
         let top_k = recall.validate()?;
-        let user = self.relational.users.find_user(&self.config.default_user_email).await?;
-        let user = user.ok_or(RecallError::SearchPrecondition)?;
-        let datasets = self.resolve_datasets(&user, &recall).await?;
+        let datasets = self.resolve_datasets(user, &recall).await?;
         if datasets.is_empty() {
-            return Err(RecallError::DatasetNotFound { missing: Vec::new() });
+            return Err(RecallError::no_permission_on_any(recall_core::Permission::Read));
         }
         let scope_error = |name: &'static str, t: &str| RecallError::Validation {
             name,
@@ -298,9 +296,10 @@ impl Engine {
             }
             _ => {}
         }
-        let options = recall.retriever_options(top_k);
+        let mut options = recall.retriever_options(top_k);
+        self.load_prompt_files(&mut options).await?;
         let payloads = self.search_graph(&datasets, request.query_type, &recall, &options).await?;
-        self.log_history(&user, &recall, request.query_type, &payloads).await?;
+        self.log_history(user, &recall, request.query_type, &payloads).await?;
         Ok(shape(&payloads, request.verbose, self.config.access_control))
     }
 }

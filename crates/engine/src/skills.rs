@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use recall_core::{Dataset, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType};
+use recall_core::{
+    Dataset, DatasetRef, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType, User,
+};
 use recall_retrievers::RetrieverOptions;
 use recall_skills::{parse_skill, Skill, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
 use serde::Serialize;
@@ -80,8 +82,16 @@ impl Engine {
     /// with every field, and its `search_text` embedded in
     /// `Skill_search_text`. Every file is parsed before anything is written;
     /// adding a skill again (same name and directory) replaces it.
-    pub async fn add_skills(&self, dataset_name: &str, paths: &[PathBuf]) -> Result<(Dataset, Vec<AddedSkill>)> {
-        crate::remember::validate_dataset_name(dataset_name)?;
+    pub async fn add_skills(
+        &self,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
+        paths: &[PathBuf],
+    ) -> Result<(Dataset, Vec<AddedSkill>)> {
+        let target = dataset.into();
+        if let DatasetRef::Name(name) = &target {
+            crate::remember::validate_dataset_name(name)?;
+        }
         if paths.is_empty() {
             return Err(RecallError::invalid_input("Nothing to add: pass at least one skill file or directory."));
         }
@@ -92,9 +102,8 @@ impl Engine {
         // Every file is read and parsed before anything is written: a bad
         // file writes nothing, not even the dataset. The scope is set below.
         let mut skills: Vec<Skill> = files.iter().map(|f| read_skill(f)).collect::<Result<_>>()?;
-        self.check_collection_model(SKILL_SEARCH_TEXT, dataset_name).await?;
-        let user = self.relational.users.ensure_user(&self.config.default_user_email).await?;
-        let dataset = self.relational.datasets.ensure_dataset(&user, dataset_name).await?;
+        self.check_collection_model(SKILL_SEARCH_TEXT, &target.label()).await?;
+        let dataset = self.writable(user, &target).await?;
         for skill in &mut skills {
             skill.dataset_scope = vec![dataset.id.to_string()];
         }
@@ -118,8 +127,8 @@ impl Engine {
     }
 
     /// The dataset's skills, by name (every stored field, bodies included).
-    pub async fn list_skills(&self, dataset_name: &str) -> Result<Vec<Skill>> {
-        let dataset = self.dataset(dataset_name).await?;
+    pub async fn list_skills(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Vec<Skill>> {
+        let dataset = self.dataset(user, dataset).await?;
         let mut skills: Vec<Skill> = self
             .graph
             .nodes_by_type(dataset.id, SKILL_NODE_TYPE)
@@ -145,8 +154,8 @@ impl Engine {
     /// The skill gate's lookup: up to three skills of the single targeted
     /// dataset, as `skills` entries. Fail-safe: any error is logged and
     /// contributes nothing.
-    pub(crate) async fn skill_gate(&self, request: &RecallRequest) -> Vec<RecallResponse> {
-        match self.skill_gate_lookup(request).await {
+    pub(crate) async fn skill_gate(&self, user: &User, request: &RecallRequest) -> Vec<RecallResponse> {
+        match self.skill_gate_lookup(user, request).await {
             Ok(entries) => entries,
             Err(e) => {
                 tracing::warn!(error = %e, "skill gate lookup failed; no skills added");
@@ -155,8 +164,8 @@ impl Engine {
         }
     }
 
-    async fn skill_gate_lookup(&self, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
-        let Some(dataset) = self.skill_gate_dataset(request).await? else {
+    async fn skill_gate_lookup(&self, user: &User, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
+        let Some(dataset) = self.skill_gate_dataset(user, request).await? else {
             return Ok(Vec::new());
         };
         let ctx = self.retrieval_context(&dataset);
@@ -181,18 +190,16 @@ impl Engine {
     /// Exactly one dataset: `dataset_ids` with one element (readable), else
     /// `datasets` with one name, resolved non-strictly among the caller's
     /// own datasets. Anything else skips the gate.
-    async fn skill_gate_dataset(&self, request: &RecallRequest) -> Result<Option<Dataset>> {
-        let Some(user) = self.relational.users.find_user(&self.config.default_user_email).await? else {
-            return Ok(None);
+    async fn skill_gate_dataset(&self, user: &User, request: &RecallRequest) -> Result<Option<Dataset>> {
+        let target = match (request.dataset_ids.as_deref(), request.datasets.as_deref()) {
+            (Some([id]), _) => DatasetRef::Id(*id),
+            (_, Some([name])) => DatasetRef::Name(name.clone()),
+            _ => return Ok(None),
         };
-        if let Some([id]) = request.dataset_ids.as_deref() {
-            let readable = self.relational.datasets.readable_datasets(&user).await?;
-            return Ok(readable.into_iter().find(|d| d.id == *id));
+        match self.dataset(user, target).await {
+            Ok(dataset) => Ok(Some(dataset)),
+            Err(RecallError::DatasetNotFound { .. } | RecallError::PermissionDenied(_)) => Ok(None),
+            Err(e) => Err(e),
         }
-        if let Some([name]) = request.datasets.as_deref() {
-            let mut found = self.relational.datasets.owned_datasets_by_name(&user, std::slice::from_ref(name)).await?;
-            return Ok(if found.len() == 1 { found.pop() } else { None });
-        }
-        Ok(None)
     }
 }

@@ -46,6 +46,15 @@ pub enum RecallError {
     #[error("{0}")]
     PermissionDenied(String),
 
+    /// A permission name outside read, write, delete and share.
+    #[error("{0} not found or not in allowed permission types")]
+    PermissionNotFound(String),
+
+    /// A dataset named for a delete that the caller does not own (or that
+    /// does not exist): Cognee's forget-by-name 404.
+    #[error("Dataset '{0}' not found or not accessible.")]
+    DatasetNotAccessible(String),
+
     /// Empty/blank query, `top_k` ≤ 0, …
     #[error("{0}")]
     QueryValidation(String),
@@ -150,10 +159,13 @@ impl RecallError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             RecallError::RecallPrecondition | RecallError::SearchPrecondition => ErrorKind::Precondition,
-            RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => {
-                ErrorKind::NotFound
-            }
-            RecallError::PermissionDenied(_) | RecallError::SearchTypeDisabled(_) => ErrorKind::PermissionDenied,
+            RecallError::DatasetNotFound { .. }
+            | RecallError::DatasetNotAccessible(_)
+            | RecallError::NoData(_)
+            | RecallError::NotFound(_) => ErrorKind::NotFound,
+            RecallError::PermissionDenied(_)
+            | RecallError::PermissionNotFound(_)
+            | RecallError::SearchTypeDisabled(_) => ErrorKind::PermissionDenied,
             RecallError::UnsupportedSearchType(_)
             | RecallError::SearchTypeNotSupported(_)
             | RecallError::UnsupportedFileType { .. } => ErrorKind::Unsupported,
@@ -173,9 +185,10 @@ impl RecallError {
         match self {
             RecallError::RecallPrecondition => "RecallPreconditionError",
             RecallError::SearchPrecondition => "SearchPreconditionError",
-            RecallError::DatasetNotFound { .. } => "DatasetNotFoundError",
+            RecallError::DatasetNotFound { .. } | RecallError::DatasetNotAccessible(_) => "DatasetNotFoundError",
             RecallError::DatasetType(_) => "DatasetTypeError",
             RecallError::PermissionDenied(_) => "PermissionDeniedError",
+            RecallError::PermissionNotFound(_) => "PermissionNotFoundError",
             RecallError::QueryValidation(_) => "QueryValidationError",
             RecallError::Validation { name, .. } => name,
             RecallError::NoData(_) => "NoDataError",
@@ -200,13 +213,18 @@ impl RecallError {
             | RecallError::SearchPrecondition
             | RecallError::QueryValidation(_)
             | RecallError::Validation { .. } => 422,
-            RecallError::DatasetNotFound { .. } | RecallError::NoData(_) | RecallError::NotFound(_) => 404,
+            RecallError::DatasetNotFound { .. }
+            | RecallError::DatasetNotAccessible(_)
+            | RecallError::NoData(_)
+            | RecallError::NotFound(_) => 404,
             RecallError::DatasetType(_)
             | RecallError::UnsupportedSearchType(_)
             | RecallError::SearchTypeNotSupported(_)
             | RecallError::CypherSearch
             | RecallError::InvalidInput(_) => 400,
-            RecallError::PermissionDenied(_) | RecallError::SearchTypeDisabled(_) => 403,
+            RecallError::PermissionDenied(_)
+            | RecallError::PermissionNotFound(_)
+            | RecallError::SearchTypeDisabled(_) => 403,
             RecallError::LlmPaymentRequired(_) => 402,
             RecallError::EmbeddingDimensionMismatch { .. } => 409,
             RecallError::UnsupportedFileType { .. } => 415,
@@ -230,6 +248,23 @@ impl RecallError {
             configured_model: model.to_string(),
             configured_dimensions: dimensions,
         }
+    }
+
+    /// `PermissionDeniedError`: some dataset a request names (by id, or a
+    /// name resolved to an id) is unknown or lacks `permission` for the caller.
+    /// Unknown and forbidden look the same, so ids cannot be probed.
+    pub fn permission_denied(permission: crate::Permission) -> Self {
+        RecallError::PermissionDenied(format!(
+            "Request owner does not have necessary permission: [{permission}] for all datasets requested."
+        ))
+    }
+
+    /// `PermissionDeniedError`: a request that named no dataset, by a caller
+    /// who holds `permission` on none.
+    pub fn no_permission_on_any(permission: crate::Permission) -> Self {
+        RecallError::PermissionDenied(format!(
+            "Request owner does not have permission: [{permission}] for any dataset."
+        ))
     }
 
     /// `QueryValidationError("top_k must be a positive integer.")`.
@@ -263,6 +298,27 @@ mod tests {
         assert_eq!(err.name(), "DatasetNotFoundError");
         let none = RecallError::DatasetNotFound { missing: vec![] };
         assert_eq!(none.to_string(), "No datasets found.");
+    }
+
+    #[test]
+    fn permission_texts_are_exact() {
+        let all = RecallError::permission_denied(crate::Permission::Read);
+        assert_eq!(
+            all.to_string(),
+            "Request owner does not have necessary permission: [read] for all datasets requested."
+        );
+        assert_eq!((all.name(), all.http_status()), ("PermissionDeniedError", 403));
+        assert_eq!(
+            RecallError::no_permission_on_any(crate::Permission::Read).to_string(),
+            "Request owner does not have permission: [read] for any dataset."
+        );
+        assert_eq!(
+            RecallError::permission_denied(crate::Permission::Share).to_string(),
+            "Request owner does not have necessary permission: [share] for all datasets requested."
+        );
+        let gone = RecallError::DatasetNotAccessible("docs".into());
+        assert_eq!(gone.to_string(), "Dataset 'docs' not found or not accessible.");
+        assert_eq!((gone.name(), gone.http_status()), ("DatasetNotFoundError", 404));
     }
 
     #[test]

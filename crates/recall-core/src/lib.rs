@@ -4,15 +4,19 @@
 //!
 //! This crate performs no I/O. Adapters depend on it; it depends on no adapter.
 
+pub mod access;
 pub mod error;
 pub mod ids;
 pub mod model;
 pub mod ports;
 pub mod response;
 pub mod search_type;
+pub mod secret;
 pub mod text;
 
+pub use access::{DatasetAccess, DatasetRef, Grant, Permission};
 pub use error::{ErrorKind, RecallError, Result};
 pub use model::*;
 pub use response::*;
 pub use search_type::SearchType;
+pub use secret::Secret;

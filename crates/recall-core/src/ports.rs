@@ -409,9 +409,15 @@ pub trait UserStore: Send + Sync {
 
     /// Returns the user with this email, creating it if needed.
     async fn ensure_user(&self, email: &str) -> Result<User>;
+
+    /// The users with these ids that exist, in no particular order.
+    async fn get_users(&self, ids: &[Uuid]) -> Result<Vec<User>>;
 }
 
-/// Datasets and their read permissions.
+/// Datasets and the grants on them. A grant is a row (principal, dataset,
+/// permission); owners get all four when their dataset is created. Access
+/// decisions are the engine's (its `access` module); a store only records
+/// and reads rows, always kept to the user's tenant.
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
 pub trait DatasetStore: Send + Sync {
@@ -422,8 +428,30 @@ pub trait DatasetStore: Send + Sync {
     /// Datasets owned by `owner` in its tenant whose names are among `names`.
     async fn owned_datasets_by_name(&self, owner: &User, names: &[String]) -> Result<Vec<Dataset>>;
 
-    /// Every dataset `user` may read, oldest first.
-    async fn readable_datasets(&self, user: &User) -> Result<Vec<Dataset>>;
+    /// Every dataset of `user`'s tenant on which `user` holds a grant, with
+    /// the permissions held (sorted, each once), oldest dataset first (then
+    /// by name).
+    async fn accessible_datasets(&self, user: &User) -> Result<Vec<crate::DatasetAccess>>;
+
+    /// Every dataset `user` holds `permission` on, oldest first.
+    async fn permitted_datasets(&self, user: &User, permission: crate::Permission) -> Result<Vec<Dataset>> {
+        Ok(self
+            .accessible_datasets(user)
+            .await?
+            .into_iter()
+            .filter(|a| a.allows(permission))
+            .map(|a| a.dataset)
+            .collect())
+    }
+
+    /// Gives `principal` `permission` on `dataset`; granting twice is a no-op.
+    async fn grant(&self, dataset: DatasetId, principal: Uuid, permission: crate::Permission) -> Result<()>;
+
+    /// Takes the grant away; revoking what was never granted is a no-op.
+    async fn revoke(&self, dataset: DatasetId, principal: Uuid, permission: crate::Permission) -> Result<()>;
+
+    /// Every grant on the dataset, sorted.
+    async fn grants(&self, dataset: DatasetId) -> Result<Vec<crate::Grant>>;
 
     async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>>;
 

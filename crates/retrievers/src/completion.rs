@@ -15,7 +15,8 @@ pub fn system_prompt(options: &RetrieverOptions, default_path: &str) -> Result<S
     if let Some(s) = options.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
         return Ok(s.to_string());
     }
-    prompts::system(options.system_prompt_path.as_deref().unwrap_or(default_path))
+    let name = options.system_prompt_path.as_deref().unwrap_or(default_path);
+    prompts::render_source(&prompts::load_with(name, &options.prompt_files)?, &[])
 }
 
 /// The (user, system) prompt pair of a single-prompt completion.

@@ -107,6 +107,7 @@ impl Retriever for NaturalLanguageRetriever {
         let max_attempts = options.rsc_usize("max_attempts")?.unwrap_or(3);
         let template =
             options.rsc_str("system_prompt_path")?.unwrap_or_else(|| prompts::NATURAL_LANGUAGE_SYSTEM.into());
+        let source = prompts::load_with(&template, &options.prompt_files)?;
         let schema_rows = ctx.graph.query_cypher(ctx.dataset.id, SCHEMA_QUERY).await.unwrap_or_default();
         let edge_schemas: Vec<String> = schema_rows
             .iter()
@@ -118,8 +119,8 @@ impl Retriever for NaturalLanguageRetriever {
         let edge_schemas = edge_schemas.join("\n");
         let mut previous = String::new();
         for attempt in 0..max_attempts {
-            let system = prompts::render(
-                &template,
+            let system = prompts::render_source(
+                &source,
                 &[
                     ("edge_schemas", edge_schemas.as_str()),
                     ("previous_attempts", if previous.is_empty() { "No attempts yet" } else { previous.as_str() }),

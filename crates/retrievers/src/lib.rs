@@ -94,8 +94,13 @@ pub struct RetrieverOptions {
     /// Overrides the system template of completion retrievers.
     pub system_prompt: Option<String>,
     /// A built-in prompt name (e.g. `answer_simple_question.txt`) or a file path,
-    /// used when `system_prompt` is not given.
+    /// used when `system_prompt` is not given. A file is read by the engine
+    /// (from its allowed prompt directories) into `prompt_files` before any
+    /// retriever runs; retrievers never read files themselves.
     pub system_prompt_path: Option<String>,
+    /// Template sources of the prompt files this request names, by the path
+    /// as given ([`prompts::load_with`]).
+    pub prompt_files: std::collections::BTreeMap<String, String>,
     /// Append the `Evidence:` block and fill `metadata.evidence` (retrievers.md §12).
     pub include_references: bool,
     /// JSON Schema of a structured answer: completions are requested with it and

@@ -49,16 +49,28 @@ pub const DECOMPOSE_QUERY: &str = "decompose_query.txt";
 pub const ANSWER_FROM_SUBANSWERS: &str = "answer_from_subanswers.txt";
 pub const EXTRACT_QUERY_TIME: &str = "extract_query_time.txt";
 
-/// The source of a template: a built-in name, else a file on disk.
-pub fn load(name_or_path: &str) -> Result<String> {
+/// Whether `name` is a built-in template.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTIN.iter().any(|(n, _)| *n == name)
+}
+
+/// The source of a built-in template.
+pub fn load(name: &str) -> Result<String> {
+    load_with(name, &BTreeMap::new())
+}
+
+/// The source of a template: a built-in name, else a file the engine read
+/// for this request (`files`, by the path as given). Nothing here reads a
+/// file: a path from a request is only ever read by the engine, inside its
+/// allowed prompt directories.
+pub fn load_with(name_or_path: &str, files: &BTreeMap<String, String>) -> Result<String> {
     if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
         return Ok((*text).to_string());
     }
-    std::fs::read_to_string(name_or_path).map_err(|e| {
-        RecallError::NotFound(format!("Prompt template '{name_or_path}' is neither built in nor a readable file: {e}"))
+    files.get(name_or_path).cloned().ok_or_else(|| {
+        RecallError::NotFound(format!("Prompt template '{name_or_path}' is neither built in nor a loaded prompt file."))
     })
 }
-
 /// Renders a template source with named string variables.
 pub fn render_source(source: &str, vars: &[(&str, &str)]) -> Result<String> {
     let env = Environment::new();

@@ -94,15 +94,17 @@ mod tests {
         .register_retriever(SearchType::ChunksLexical, Arc::new(ExactPhraseRetriever))
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
+        let user = engine.relational().users.ensure_user("reader@example.com").await.unwrap_or_else(|e| panic!("{e}"));
         engine
             .remember(
+                &user,
                 "notes",
                 &[RememberInput::text("Bees dance to share directions."), RememberInput::text("Ants follow trails.")],
             )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let results = engine
-            .recall(&RecallRequest::new("\"share directions\"").query_type(SearchType::ChunksLexical))
+            .recall(&user, &RecallRequest::new("\"share directions\"").query_type(SearchType::ChunksLexical))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let texts: Vec<&str> = results.iter().map(RecallResponse::text).collect();

@@ -20,14 +20,17 @@ async fn main() -> recall_core::Result<()> {
     // Explicit and once: this replaces the built-in BM25 retriever.
     .register_retriever(SearchType::ChunksLexical, Arc::new(ExactPhraseRetriever))
     .build()?;
+    // Every call acts for an explicit user.
+    let user = engine.relational().users.ensure_user("reader@example.com").await?;
     engine
         .remember(
+            &user,
             "notes",
             &[RememberInput::text("Bees dance to share directions."), RememberInput::text("Ants follow trails.")],
         )
         .await?;
     let request = RecallRequest::new("\"share directions\"").query_type(SearchType::ChunksLexical);
-    for item in engine.recall(&request).await? {
+    for item in engine.recall(&user, &request).await? {
         println!("{}", item.text());
     }
     Ok(())

@@ -1,0 +1,219 @@
+//! Dataset access: every rule about who reaches which dataset, in one place
+//! (docs/access.md). Every engine entry point acts for an explicit caller
+//! and goes through these functions to find its datasets.
+//!
+//! - Owners hold read, write, delete and share on their datasets; grants give
+//!   them to other users.
+//! - A dataset *name* resolves only among the caller's own datasets (404
+//!   `DatasetNotFoundError` when it matches none); a dataset *id* reaches
+//!   any dataset the caller holds the needed permission on (403
+//!   `PermissionDeniedError` otherwise, the same for an unknown id, so ids
+//!   cannot be probed).
+//! - A request that names no dataset covers every dataset the caller may
+//!   read: owned and shared.
+
+use std::collections::HashSet;
+
+use recall_core::{Dataset, DatasetAccess, DatasetId, DatasetRef, Permission, RecallError, Result, User};
+
+use crate::Engine;
+
+/// A user's view of one dataset for listings: the dataset, its owner's
+/// email and the caller's permissions on it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DatasetListing {
+    #[serde(flatten)]
+    pub dataset: Dataset,
+    /// The owner's email (`None` if the owner's row is gone).
+    pub owner_email: Option<String>,
+    /// Whether the caller owns it (else it was shared with the caller).
+    pub owned: bool,
+    pub permissions: Vec<Permission>,
+}
+
+impl Engine {
+    /// The datasets `user` holds any permission on, owned and shared, oldest
+    /// first, with the owner and the permissions held.
+    pub async fn datasets(&self, user: &User) -> Result<Vec<DatasetListing>> {
+        let access = self.relational.datasets.accessible_datasets(user).await?;
+        let owner_ids: Vec<uuid::Uuid> =
+            access.iter().map(|a| a.dataset.owner_id).collect::<HashSet<_>>().into_iter().collect();
+        let owners = self.relational.users.get_users(&owner_ids).await?;
+        Ok(access
+            .into_iter()
+            .map(|DatasetAccess { dataset, permissions }| DatasetListing {
+                owner_email: owners.iter().find(|u| u.id == dataset.owner_id).map(|u| u.email.clone()),
+                owned: dataset.owner_id == user.id,
+                dataset,
+                permissions,
+            })
+            .collect())
+    }
+
+    /// Every dataset `user` holds `permission` on, oldest first.
+    pub(crate) async fn permitted(&self, user: &User, permission: Permission) -> Result<Vec<Dataset>> {
+        self.relational.datasets.permitted_datasets(user, permission).await
+    }
+
+    /// Explicit ids: each must carry `permission` for the caller, else 403.
+    /// Request order, each once.
+    pub(crate) async fn authorize_ids(
+        &self,
+        user: &User,
+        ids: &[DatasetId],
+        permission: Permission,
+    ) -> Result<Vec<Dataset>> {
+        let permitted = self.permitted(user, permission).await?;
+        pick_in_order(ids, |id| permitted.iter().find(|d| d.id == *id))
+            .ok_or_else(|| RecallError::permission_denied(permission))
+    }
+
+    /// Names, strictly among the caller's own datasets: every name that
+    /// matches none is listed in one 404; the matches must then carry
+    /// `permission` (403). Request order, each once.
+    pub(crate) async fn resolve_names(
+        &self,
+        user: &User,
+        names: &[String],
+        permission: Permission,
+    ) -> Result<Vec<Dataset>> {
+        let found = self.relational.datasets.owned_datasets_by_name(user, names).await?;
+        let mut seen = HashSet::new();
+        let missing: Vec<String> =
+            names.iter().filter(|n| seen.insert(n.as_str()) && !found.iter().any(|d| &d.name == *n)).cloned().collect();
+        if !missing.is_empty() {
+            return Err(RecallError::DatasetNotFound { missing });
+        }
+        let ids: Vec<DatasetId> =
+            names.iter().filter_map(|n| found.iter().find(|d| &d.name == n)).map(|d| d.id).collect();
+        self.authorize_ids(user, &ids, permission).await
+    }
+
+    /// The datasets a search reads (recall's graph lane, the legacy search):
+    /// ids (each readable) take precedence over names (strict); neither
+    /// means every readable dataset, which may be empty (the caller decides
+    /// between the warm-up marker and [`RecallError::no_permission_on_any`]).
+    /// An empty name list means "every readable one" too, but a caller who
+    /// can read nothing gets `DatasetNotFoundError` ("No datasets found.").
+    pub(crate) async fn readable_scope(
+        &self,
+        user: &User,
+        names: Option<&[String]>,
+        ids: Option<&[DatasetId]>,
+    ) -> Result<Vec<Dataset>> {
+        if let Some(ids) = ids.filter(|ids| !ids.is_empty()) {
+            return self.authorize_ids(user, ids, Permission::Read).await;
+        }
+        match names {
+            Some([]) => {
+                let readable = self.permitted(user, Permission::Read).await?;
+                if readable.is_empty() {
+                    Err(RecallError::DatasetNotFound { missing: vec![] })
+                } else {
+                    Ok(readable)
+                }
+            }
+            Some(names) => self.resolve_names(user, names, Permission::Read).await,
+            None => self.permitted(user, Permission::Read).await,
+        }
+    }
+
+    /// One dataset for an operation that needs `permission`: a name among the
+    /// caller's own datasets (404), an id among those the caller holds
+    /// `permission` on (403).
+    pub(crate) async fn authorize(&self, user: &User, target: &DatasetRef, permission: Permission) -> Result<Dataset> {
+        let found = match target {
+            DatasetRef::Name(name) => self.resolve_names(user, std::slice::from_ref(name), permission).await?,
+            DatasetRef::Id(id) => self.authorize_ids(user, std::slice::from_ref(id), permission).await?,
+        };
+        found.into_iter().next().ok_or_else(|| RecallError::permission_denied(permission))
+    }
+
+    /// The dataset a write goes to: a name is the caller's own dataset,
+    /// created (with the owner's four grants) when missing; an id must carry
+    /// `write` for the caller.
+    pub(crate) async fn writable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
+        match target {
+            DatasetRef::Name(name) => {
+                crate::remember::validate_dataset_name(name)?;
+                self.relational.datasets.ensure_dataset(user, name).await
+            }
+            DatasetRef::Id(_) => self.authorize(user, target, Permission::Write).await,
+        }
+    }
+
+    /// The dataset a delete goes to: a name the caller does not own (or that
+    /// does not exist) is `Dataset '<name>' not found or not accessible.`
+    /// (404); an id without `delete` is 403.
+    pub(crate) async fn deletable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
+        match self.authorize(user, target, Permission::Delete).await {
+            Err(RecallError::DatasetNotFound { .. }) => Err(RecallError::DatasetNotAccessible(target.label())),
+            other => other,
+        }
+    }
+
+    /// A dataset the caller may read, by name or id (graph export, skill
+    /// listings).
+    pub async fn dataset(&self, user: &User, target: impl Into<DatasetRef>) -> Result<Dataset> {
+        self.authorize(user, &target.into(), Permission::Read).await
+    }
+
+    /// Gives `grantee` `permission` on a dataset; the caller needs `share` on it.
+    /// Granting twice changes nothing.
+    pub async fn share(
+        &self,
+        user: &User,
+        target: impl Into<DatasetRef>,
+        grantee: &User,
+        permission: Permission,
+    ) -> Result<Dataset> {
+        let dataset = self.authorize(user, &target.into(), Permission::Share).await?;
+        check_same_tenant(&dataset, grantee)?;
+        self.relational.datasets.grant(dataset.id, grantee.id, permission).await?;
+        Ok(dataset)
+    }
+
+    /// Takes `permission` on a dataset away from `grantee`; the caller needs
+    /// `share` on it. The owner's own permissions cannot be taken away.
+    pub async fn unshare(
+        &self,
+        user: &User,
+        target: impl Into<DatasetRef>,
+        grantee: &User,
+        permission: Permission,
+    ) -> Result<Dataset> {
+        let dataset = self.authorize(user, &target.into(), Permission::Share).await?;
+        if grantee.id == dataset.owner_id {
+            return Err(RecallError::invalid_input(format!(
+                "{} owns dataset '{}': an owner's permissions cannot be revoked.",
+                grantee.email, dataset.name
+            )));
+        }
+        self.relational.datasets.revoke(dataset.id, grantee.id, permission).await?;
+        Ok(dataset)
+    }
+}
+
+/// Grants reach only users of the dataset's tenant.
+fn check_same_tenant(dataset: &Dataset, grantee: &User) -> Result<()> {
+    if dataset.tenant_id == grantee.tenant_id {
+        Ok(())
+    } else {
+        Err(RecallError::invalid_input(format!(
+            "{} is not in the tenant of dataset '{}': grants stay within a tenant.",
+            grantee.email, dataset.name
+        )))
+    }
+}
+
+/// `pick(id)` for each id in order, each dataset once; `None` as soon as one is missing.
+fn pick_in_order<'a>(ids: &[DatasetId], pick: impl Fn(&DatasetId) -> Option<&'a Dataset>) -> Option<Vec<Dataset>> {
+    let mut out: Vec<Dataset> = Vec::with_capacity(ids.len());
+    for id in ids {
+        let d = pick(id)?;
+        if !out.iter().any(|o| o.id == d.id) {
+            out.push(d.clone());
+        }
+    }
+    Some(out)
+}
