@@ -198,15 +198,6 @@ async fn build_neo4j(settings: &Settings, url: &str) -> Result<Arc<dyn GraphStor
         }
     };
     config.max_batch_bytes = settings.graph_max_batch_bytes;
-    config.string_encoding = match settings.graph_string_encoding.trim() {
-        "" | "plain" => recall_neo4j::StringEncoding::Plain,
-        "base64" => recall_neo4j::StringEncoding::Base64,
-        other => {
-            return Err(RecallError::invalid_input(format!(
-                "unknown graph_string_encoding '{other}': use plain or base64"
-            )))
-        }
-    };
     let store = recall_neo4j::Neo4jGraphStore::connect(&config)
         .await
         .map_err(|e| RecallError::backend_msg(format!("cannot use the Neo4j graph store at {url}: {e}")))?;

@@ -73,7 +73,6 @@ pub struct Settings {
     pub graph_password: Secret,
     pub graph_schema: String,
     pub graph_max_batch_bytes: usize,
-    pub graph_string_encoding: String,
     pub vector_url: String,
     /// RECALL_PROMPT_DIRS: directories (separated like PATH) a request's
     /// `system_prompt_path` may name files in; empty: built-in prompts only.

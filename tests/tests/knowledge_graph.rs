@@ -562,9 +562,6 @@ async fn offline_extractor_writes_the_exact_graph_on_neo4j() {
     settings.graph_user = std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".into());
     settings.graph_password = std::env::var("NEO4J_PASSWORD").unwrap_or_default().into();
     settings.graph_schema = std::env::var("NEO4J_SCHEMA").unwrap_or_else(|_| "falkordb".into());
-    settings.graph_max_batch_bytes =
-        std::env::var("NEO4J_MAX_BATCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
-    settings.graph_string_encoding = std::env::var("NEO4J_STRING_ENCODING").unwrap_or_else(|_| "base64".into());
     let (engine, active) = build_engine(&settings, OpenMode::Create).await.unwrap();
     assert!(active.graph.starts_with("neo4j"), "{}", active.graph);
     let run = async {

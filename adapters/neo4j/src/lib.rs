@@ -31,12 +31,9 @@ pub struct Neo4jConfig {
     pub password: recall_core::Secret,
     /// Which index DDL to run at start-up.
     pub schema: SchemaMode,
-    /// Upper bound on the estimated size of one UNWIND batch, in bytes. Neo4j
-    /// takes megabytes; FalkorDB's Bolt listener crashes on messages over about
-    /// 4 KiB, so tests against it use a small budget.
+    /// Upper bound on the estimated size of one UNWIND batch, in bytes
+    /// (default 1 MiB): bounds the memory of one write on client and server.
     pub max_batch_bytes: usize,
-    /// How string values travel in parameters. See [`StringEncoding`].
-    pub string_encoding: StringEncoding,
 }
 
 /// Index management at start-up. Every query looks nodes up by
@@ -57,38 +54,6 @@ pub fn falkordb_schema_statements() -> Vec<&'static str> {
     vec!["CREATE INDEX FOR (n:RecallNode) ON (n.id)", "CREATE INDEX FOR (n:RecallNode) ON (n.dataset_id)"]
 }
 
-/// How strings are written to the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StringEncoding {
-    /// As they are (Neo4j).
-    #[default]
-    Plain,
-    /// FalkorDB's Bolt listener renders parameters into query text without
-    /// escaping, so a `'`, `"` or `\` in a value breaks or corrupts the query.
-    /// This mode writes `props`, `name`, `text` and `edge_text` as
-    /// `b64:<base64>`; reads decode either form.
-    Base64,
-}
-
-const B64_PREFIX: &str = "b64:";
-
-fn encode(s: &str, encoding: StringEncoding) -> String {
-    use base64::Engine as _;
-    match encoding {
-        StringEncoding::Plain => s.to_string(),
-        StringEncoding::Base64 => format!("{B64_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(s)),
-    }
-}
-
-/// Decodes a `b64:` value; anything else is returned as it is.
-fn decode(s: String) -> String {
-    use base64::Engine as _;
-    match s.strip_prefix(B64_PREFIX).map(|b| base64::engine::general_purpose::STANDARD.decode(b)) {
-        Some(Ok(bytes)) => String::from_utf8(bytes).unwrap_or(s),
-        _ => s,
-    }
-}
-
 impl Neo4jConfig {
     pub fn new(uri: impl Into<String>, user: impl Into<String>, password: impl Into<String>) -> Self {
         Self {
@@ -97,7 +62,6 @@ impl Neo4jConfig {
             password: recall_core::Secret::new(password),
             schema: SchemaMode::Neo4j,
             max_batch_bytes: 1 << 20,
-            string_encoding: StringEncoding::Plain,
         }
     }
 }
@@ -159,13 +123,12 @@ fn parse_props(s: &str) -> Map<String, Value> {
 pub struct Neo4jGraphStore {
     graph: Graph,
     max_batch_bytes: usize,
-    encoding: StringEncoding,
 }
 
 impl Neo4jGraphStore {
     pub async fn connect(config: &Neo4jConfig) -> Result<Self> {
         let graph = Graph::new(&config.uri, &config.user, config.password.expose()).await.map_err(err)?;
-        let store = Self { graph, max_batch_bytes: config.max_batch_bytes.max(1), encoding: config.string_encoding };
+        let store = Self { graph, max_batch_bytes: config.max_batch_bytes.max(1) };
         store.healthcheck_bolt().await?;
         match config.schema {
             SchemaMode::Neo4j => {
@@ -236,15 +199,15 @@ fn node_from_row(row: &neo4rs::Row) -> Result<Node> {
     let id: String = row.get("id").map_err(de)?;
     let node_type: String = row.get("node_type").map_err(de)?;
     let props: String = row.get("props").map_err(de)?;
-    Ok(Node { id: parse_uuid(&id)?, node_type, properties: parse_props(&decode(props)) })
+    Ok(Node { id: parse_uuid(&id)?, node_type, properties: parse_props(&props) })
 }
 
 fn edge_from_row(row: &neo4rs::Row) -> Result<Edge> {
     let source: String = row.get("source").map_err(de)?;
     let target: String = row.get("target").map_err(de)?;
     let relationship_name: String = row.get("rel").map_err(de)?;
-    let edge_text: Option<String> = row.get::<Option<String>>("edge_text").map_err(de)?.map(decode);
-    let props: Option<String> = row.get::<Option<String>>("props").map_err(de)?.map(decode);
+    let edge_text: Option<String> = row.get::<Option<String>>("edge_text").map_err(de)?;
+    let props: Option<String> = row.get::<Option<String>>("props").map_err(de)?;
     Ok(Edge {
         source_node_id: parse_uuid(&source)?,
         target_node_id: parse_uuid(&target)?,
@@ -273,7 +236,7 @@ impl GraphStore for Neo4jGraphStore {
             .into_values()
             .map(|n| {
                 let text = n.properties.get("text").and_then(Value::as_str).map(str::to_string);
-                let props = encode(&Value::Object(n.properties.clone()).to_string(), self.encoding);
+                let props = Value::Object(n.properties.clone()).to_string();
                 let size = 128 + props.len() + text.as_ref().map_or(0, String::len) + n.name().map_or(0, str::len);
                 // Absent keys read as null in Cypher; FalkorDB cannot take a null inside a map parameter.
                 let mut row = HashMap::from([
@@ -282,10 +245,10 @@ impl GraphStore for Neo4jGraphStore {
                     ("props".to_string(), BoltType::from(props)),
                 ]);
                 if let Some(name) = n.name() {
-                    row.insert("name".to_string(), BoltType::from(encode(name, self.encoding)));
+                    row.insert("name".to_string(), BoltType::from(name));
                 }
                 if let Some(text) = text {
-                    row.insert("text".to_string(), BoltType::from(encode(&text, self.encoding)));
+                    row.insert("text".to_string(), BoltType::from(text));
                 }
                 (row, size)
             })
@@ -312,7 +275,7 @@ impl GraphStore for Neo4jGraphStore {
             let rows: Vec<(HashMap<String, BoltType>, usize)> = edges
                 .into_values()
                 .map(|e| {
-                    let props = encode(&Value::Object(e.properties.clone()).to_string(), self.encoding);
+                    let props = Value::Object(e.properties.clone()).to_string();
                     let size = 160 + props.len() + e.edge_text.as_ref().map_or(0, String::len);
                     let mut row = HashMap::from([
                         ("s".to_string(), BoltType::from(e.source_node_id.to_string())),
@@ -320,7 +283,7 @@ impl GraphStore for Neo4jGraphStore {
                         ("props".to_string(), BoltType::from(props)),
                     ]);
                     if let Some(text) = &e.edge_text {
-                        row.insert("text".to_string(), BoltType::from(encode(text, self.encoding)));
+                        row.insert("text".to_string(), BoltType::from(text.as_str()));
                     }
                     (row, size)
                 })
@@ -484,26 +447,11 @@ impl GraphStore for Neo4jGraphStore {
 
     async fn query_cypher(&self, dataset: DatasetId, cypher: &str) -> Result<Vec<Map<String, Value>>> {
         let rows = self.rows(query(cypher).param("dataset_id", dataset.to_string())).await?;
-        rows.iter()
-            .map(|row| {
-                let map: Map<String, Value> = row.to().map_err(de)?;
-                Ok(map.into_iter().map(|(k, v)| (k, decode_value(v))).collect())
-            })
-            .collect()
+        rows.iter().map(|row| row.to::<Map<String, Value>>().map_err(de)).collect()
     }
 
     async fn healthcheck(&self) -> Result<()> {
         self.healthcheck_bolt().await
-    }
-}
-
-/// Decodes `b64:` strings anywhere inside a result value.
-fn decode_value(v: Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(decode(s)),
-        Value::Array(a) => Value::Array(a.into_iter().map(decode_value).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, decode_value(v))).collect()),
-        other => other,
     }
 }
 
@@ -517,17 +465,6 @@ mod tests {
         assert_eq!(batches(sizes, 25), vec![vec!["a", "b"], vec!["c"], vec!["d"]]);
         let many: Vec<(usize, usize)> = (0..BATCH + 1).map(|i| (i, 1)).collect();
         assert_eq!(batches(many, usize::MAX).len(), 2);
-    }
-
-    #[test]
-    fn base64_strings_round_trip_and_plain_ones_pass_through() {
-        let tricky = "O'Brien said \"hi\" \\ done\n";
-        let encoded = encode(tricky, StringEncoding::Base64);
-        assert!(encoded.starts_with("b64:") && !encoded.contains('\''));
-        assert_eq!(decode(encoded), tricky);
-        assert_eq!(encode(tricky, StringEncoding::Plain), tricky);
-        assert_eq!(decode("b64:not base64!".into()), "b64:not base64!");
-        assert_eq!(decode("plain".into()), "plain");
     }
 
     #[test]

@@ -24,18 +24,15 @@ fn config() -> Option<Neo4jConfig> {
         std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".into()),
         std::env::var("NEO4J_PASSWORD").unwrap_or_default(),
     );
-    // FalkorDB has its own index DDL and crashes on Bolt messages over ~4 KiB;
-    // against a real Neo4j set NEO4J_SCHEMA=neo4j and NEO4J_MAX_BATCH_BYTES=1048576.
+    // FalkorDB (through the test tool's Redis-protocol upstream) has its own
+    // index DDL; against a real Neo4j set NEO4J_SCHEMA=neo4j. Batches and
+    // strings are the adapter's defaults: what it writes is what a user's
+    // own Cypher reads.
     config.schema = match std::env::var("NEO4J_SCHEMA").as_deref() {
         Ok("neo4j") => recall_neo4j::SchemaMode::Neo4j,
         Ok("none") => recall_neo4j::SchemaMode::None,
         _ => recall_neo4j::SchemaMode::FalkorDb,
     };
-    config.max_batch_bytes = std::env::var("NEO4J_MAX_BATCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
-    // FalkorDB corrupts quotes and backslashes in parameters unless strings travel as base64.
-    if std::env::var("NEO4J_STRING_ENCODING").map_or(true, |v| v != "plain") {
-        config.string_encoding = recall_neo4j::StringEncoding::Base64;
-    }
     Some(config)
 }
 

@@ -42,7 +42,7 @@ impl SqlDatabase {
     /// not exist yet (nothing was ever remembered).
     pub async fn connect_existing(url: &str) -> Result<Option<Self>> {
         if let Some(path) = sqlite_path(url) {
-            if path != ":memory:" && !std::path::Path::new(path).exists() {
+            if path != ":memory:" && !tokio::fs::try_exists(path).await.unwrap_or(false) {
                 return Ok(None);
             }
         }
@@ -50,7 +50,12 @@ impl SqlDatabase {
     }
 
     async fn open(url: &str, create: bool) -> Result<Self> {
-        let mut opts = ConnectOptions::new(normalise_url(url, create)?);
+        if let Some(path) = sqlite_path(url).filter(|p| create && *p != ":memory:") {
+            if let Some(parent) = std::path::Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+                tokio::fs::create_dir_all(parent).await.map_err(RecallError::backend)?;
+            }
+        }
+        let mut opts = ConnectOptions::new(normalise_url(url)?);
         opts.sqlx_logging(false).connect_timeout(Duration::from_secs(10));
         if sqlite_path(url).is_some() {
             // A busy SQLite file waits for the writer instead of failing at once.
@@ -117,17 +122,10 @@ fn sqlite_path(url: &str) -> Option<&str> {
     Some(rest.split('?').next().unwrap_or(rest))
 }
 
-fn normalise_url(url: &str, create: bool) -> Result<String> {
+fn normalise_url(url: &str) -> Result<String> {
     if let Some(path) = sqlite_path(url) {
         if path == ":memory:" {
             return Ok("sqlite::memory:".into());
-        }
-        if create {
-            if let Some(parent) = std::path::Path::new(path).parent() {
-                if !parent.as_os_str().is_empty() {
-                    std::fs::create_dir_all(parent).map_err(RecallError::backend)?;
-                }
-            }
         }
         return Ok(format!("sqlite://{path}?mode=rwc"));
     }
@@ -179,8 +177,8 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(normalise_url("sqlite:///tmp/x.db", false).ok().as_deref(), Some("sqlite:///tmp/x.db?mode=rwc"));
-        assert!(normalise_url("mysql://x", false).is_err());
+        assert_eq!(normalise_url("sqlite:///tmp/x.db").ok().as_deref(), Some("sqlite:///tmp/x.db?mode=rwc"));
+        assert!(normalise_url("mysql://x").is_err());
         assert_eq!(sqlite_path("sqlite://a/b.db?mode=ro"), Some("a/b.db"));
     }
 }

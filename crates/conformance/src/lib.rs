@@ -143,8 +143,8 @@ async fn graph_edge_properties(store: &dyn GraphStore) {
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     let nodes = vec![node(a, "Entity", "alice"), node(b, "Entity", "bob"), node(c, "DocumentChunk", "chunk")];
     store.upsert_nodes(ds, &nodes).await.unwrap();
-    // Small enough for FalkorDB's Bolt listener (messages past ~4 KiB crash it).
-    let docs: Vec<String> = (0..20).map(|i| Uuid::from_u128(i).to_string()).collect();
+    // A real-size provenance list (about 15 KiB): kilobytes of ids per edge, as a hub relation has.
+    let docs: Vec<String> = (0..400).map(|i| Uuid::from_u128(i).to_string()).collect();
     let mut taught = Edge::new(a, "taught", b).with_text("alice taught bob.");
     taught.properties.insert("document_ids".into(), json!(docs));
     taught.properties.insert("edge_object_id".into(), json!("e-1"));

@@ -225,6 +225,13 @@ impl EngineBuilder {
     }
 }
 
+/// Runs blocking file work off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| RecallError::backend_msg(format!("a blocking task failed: {e}")))?
+}
+
 impl Engine {
     /// The dataset's current data version.
     pub(crate) fn data_version(&self, dataset: recall_core::DatasetId) -> u64 {

@@ -169,7 +169,8 @@ impl Engine {
             return Err(RecallError::invalid_input("Nothing to remember: pass at least one text or file."));
         }
         // Validate and read everything first: bad input writes nothing.
-        let loaded: Vec<LoadedInput> = inputs.iter().map(load).collect::<Result<_>>()?;
+        let owned = inputs.to_vec();
+        let loaded: Vec<LoadedInput> = crate::blocking(move || owned.iter().map(load).collect()).await?;
 
         // A store filled by another embedding model cannot take these vectors:
         // refuse before writing anything.
@@ -197,7 +198,7 @@ impl Engine {
             let mut items: Vec<DataItem> = Vec::with_capacity(loaded.len());
             for input in loaded {
                 let hash = ids::content_hash(input.text.as_bytes());
-                let location = self.store_raw(&hash, input)?;
+                let location = self.store_raw(&hash, input).await?;
                 let item = DataItem {
                     id: ids::data_id(&hash, user.id),
                     dataset_id: dataset.id,
@@ -221,16 +222,16 @@ impl Engine {
     }
 
     /// Keeps a copy of the raw text under the data directory, written atomically.
-    fn store_raw(&self, hash: &str, input: &LoadedInput) -> Result<String> {
+    async fn store_raw(&self, hash: &str, input: &LoadedInput) -> Result<String> {
         let Some(dir) = &self.config.raw_data_dir else {
             return Ok(input.original_location.clone().unwrap_or_else(|| format!("text://{hash}")));
         };
-        std::fs::create_dir_all(dir).map_err(RecallError::backend)?;
+        tokio::fs::create_dir_all(dir).await.map_err(RecallError::backend)?;
         let path = dir.join(format!("{hash}.{}", input.extension));
-        if !path.exists() {
+        if !tokio::fs::try_exists(&path).await.map_err(RecallError::backend)? {
             let tmp = dir.join(format!(".{hash}.{}.tmp", Uuid::new_v4()));
-            std::fs::write(&tmp, input.text.as_bytes()).map_err(RecallError::backend)?;
-            std::fs::rename(&tmp, &path).map_err(RecallError::backend)?;
+            tokio::fs::write(&tmp, input.text.as_bytes()).await.map_err(RecallError::backend)?;
+            tokio::fs::rename(&tmp, &path).await.map_err(RecallError::backend)?;
         }
         Ok(path.display().to_string())
     }
@@ -293,7 +294,7 @@ impl Engine {
             let text = if item.status == DataStatus::Completed {
                 String::new()
             } else {
-                std::fs::read_to_string(&item.raw_data_location).map_err(|e| {
+                tokio::fs::read_to_string(&item.raw_data_location).await.map_err(|e| {
                     RecallError::NotFound(format!(
                         "Raw data of '{}' is missing at {}: {e}. Remember it again.",
                         item.name, item.raw_data_location

@@ -95,13 +95,17 @@ impl Engine {
         if paths.is_empty() {
             return Err(RecallError::invalid_input("Nothing to add: pass at least one skill file or directory."));
         }
-        let mut files = Vec::new();
-        for path in paths {
-            files.extend(skill_files(path)?);
-        }
         // Every file is read and parsed before anything is written: a bad
         // file writes nothing, not even the dataset. The scope is set below.
-        let mut skills: Vec<Skill> = files.iter().map(|f| read_skill(f)).collect::<Result<_>>()?;
+        let paths = paths.to_vec();
+        let mut skills: Vec<Skill> = crate::blocking(move || {
+            let mut files = Vec::new();
+            for path in &paths {
+                files.extend(skill_files(path)?);
+            }
+            files.iter().map(|f| read_skill(f)).collect()
+        })
+        .await?;
         self.check_collection_model(SKILL_SEARCH_TEXT, &target.label()).await?;
         let dataset = self.writable(user, &target).await?;
         for skill in &mut skills {
