@@ -102,6 +102,8 @@ pub struct LanceVectorStore {
     cache_budget: usize,
     /// Collections held in memory for search (see `cache`), or left to LanceDB.
     caches: Mutex<HashMap<String, CacheSlot>>,
+    /// Bumped by `refresh`: a cache loaded from before it is never kept.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// The default search cache budget: 1 GiB.
@@ -135,6 +137,7 @@ impl LanceVectorStore {
             write_locks: Mutex::new(HashMap::new()),
             cache_budget: DEFAULT_CACHE_BYTES,
             caches: Mutex::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -162,15 +165,13 @@ impl LanceVectorStore {
     /// budget. Loads under the collection's write lock, so no write lands
     /// between the scan and the cache going live; writers update it after
     /// each commit under the same lock.
-    async fn cache(
-        &self,
-        collection: &str,
-        table: &Table,
-        spec: &EmbeddingSpec,
-    ) -> Result<Option<Arc<CollectionCache>>> {
+    async fn cache(&self, collection: &str, spec: &EmbeddingSpec) -> Result<Option<Arc<CollectionCache>>> {
         if self.cache_budget == 0 {
             return Ok(None);
         }
+        // Read before the table handle: a refresh after this point keeps the
+        // load below from going live.
+        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
         let slot = self.caches.lock().await.get(collection).cloned();
         match slot {
             Some(CacheSlot::Loaded(cache)) => return Ok(Some(cache)),
@@ -186,6 +187,11 @@ impl LanceVectorStore {
             Some(CacheSlot::Skipped) => return Ok(None),
             None => {}
         }
+        // The handle as of now: one from before a refresh may predate another process's write.
+        let Some((table, _)) = self.open(collection).await? else {
+            return Ok(None);
+        };
+        let table = &table;
         let used = self.cached_bytes().await;
         let rows = table.count_rows(None).await.map_err(lance_err)?;
         // Vectors alone, before reading anything: a collection that cannot fit is never scanned.
@@ -200,7 +206,13 @@ impl LanceVectorStore {
             return Ok(None);
         }
         tracing::debug!(collection, rows, ms = started.elapsed().as_secs_f64() * 1e3, "search cache loaded");
-        self.caches.lock().await.insert(collection.to_string(), CacheSlot::Loaded(Arc::clone(&loaded)));
+        let mut caches = self.caches.lock().await;
+        if self.generation.load(std::sync::atomic::Ordering::SeqCst) != generation {
+            // Refreshed while loading: this scan may predate another process's write.
+            return Ok(Some(loaded));
+        }
+        caches.insert(collection.to_string(), CacheSlot::Loaded(Arc::clone(&loaded)));
+        drop(caches);
         Ok(Some(loaded))
     }
 
@@ -502,6 +514,16 @@ impl VectorStore for LanceVectorStore {
         Ok(batches.iter().any(|b| b.num_rows() > 0))
     }
 
+    /// Another process wrote: table handles are opened again (at the table's
+    /// latest version) and cached collections are loaded again on their next
+    /// search.
+    async fn refresh(&self) -> Result<()> {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.tables.lock().await.clear();
+        self.caches.lock().await.clear();
+        Ok(())
+    }
+
     async fn upsert(&self, dataset: DatasetId, collection: &str, records: Vec<VectorRecord>) -> Result<()> {
         let (table, spec) = self.existing(dataset, collection).await?;
         if let Some(bad) = records.iter().find(|r| r.vector.len() != spec.dimensions) {
@@ -551,7 +573,7 @@ impl VectorStore for LanceVectorStore {
         if query.len() != spec.dimensions {
             return Err(mismatch(dataset, &spec, "<query vector>", query.len()));
         }
-        if let Some(cache) = self.cache(collection, &table, &spec).await? {
+        if let Some(cache) = self.cache(collection, &spec).await? {
             return Ok(cache.search(dataset, query, limit, filter).await);
         }
         let mut predicate = dataset_filter(dataset);

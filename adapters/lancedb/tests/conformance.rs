@@ -223,3 +223,39 @@ async fn lancedb_search_cache_follows_writes_and_budget() {
     let want = cached.search(a, "Thing_text", &q, Some(5), None).await.unwrap();
     assert_eq!(got.iter().map(|h| h.id).collect::<Vec<_>>(), want.iter().map(|h| h.id).collect::<Vec<_>>());
 }
+
+/// Two stores on one directory stand for two processes: one's writes reach
+/// the other's cached collection and its table handles after `refresh`, with
+/// the search cache on and off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_shows_another_writers_rows() {
+    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    for budget in [1 << 20, 0] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let uri = dir.path().to_str().unwrap();
+        let reader = LanceVectorStore::connect(uri).await.unwrap().with_cache_budget(budget);
+        let writer = LanceVectorStore::connect(uri).await.unwrap();
+        let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+        let ds = DatasetId(uuid::Uuid::new_v4());
+        let record = |i: u64| VectorRecord {
+            id: uuid::Uuid::from_u128(u128::from(i)),
+            vector: pseudo_random_vector(i),
+            payload: serde_json::Map::new(),
+            belongs_to_set: vec![],
+        };
+        writer.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+        writer.upsert(ds, "Thing_text", vec![record(1)]).await.unwrap();
+        let ids = |hits: Vec<recall_core::ports::ScoredResult>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+        let q = pseudo_random_vector(2);
+        assert_eq!(ids(reader.search(ds, "Thing_text", &q, None, None).await.unwrap()).len(), 1);
+        assert_eq!(reader.is_cached("Thing_text").await, budget > 0);
+
+        writer.upsert(ds, "Thing_text", vec![record(2)]).await.unwrap();
+        writer.delete(ds, "Thing_text", &[uuid::Uuid::from_u128(1)]).await.unwrap();
+        reader.refresh().await.unwrap();
+        let after = ids(reader.search(ds, "Thing_text", &q, None, None).await.unwrap());
+        assert_eq!(after, vec![uuid::Uuid::from_u128(2)], "budget {budget}: the new row, not the deleted one");
+        assert_eq!(reader.count(ds, "Thing_text").await.unwrap(), 1);
+    }
+}

@@ -1,7 +1,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
+use recall_core::ports::{
+    DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore,
+    UserStore,
+};
 use recall_core::{
     ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, HistoryRow, Permission,
     PipelineRun, Result, SearchRecord, User,
@@ -16,6 +19,8 @@ struct State {
     /// Grant rows.
     acls: BTreeSet<(DatasetId, Uuid, Permission)>,
     data: BTreeMap<(DatasetId, Uuid), DataItem>,
+    store_version: u64,
+    versions: BTreeMap<DatasetId, u64>,
     runs: Vec<PipelineRun>,
     history: Vec<(Uuid, HistoryRow)>,
 }
@@ -119,6 +124,29 @@ impl DatasetStore for MemoryRelationalStore {
         Ok(())
     }
 
+    async fn data_versions(&self, datasets: &[DatasetId]) -> Result<DataVersions> {
+        let state = self.state.read().await;
+        Ok(DataVersions {
+            store: state.store_version,
+            datasets: datasets
+                .iter()
+                .filter(|d| state.datasets.contains_key(d))
+                .map(|d| (*d, state.versions.get(d).copied().unwrap_or(0)))
+                .collect(),
+        })
+    }
+
+    async fn bump_data_version(&self, dataset: DatasetId, seen: Option<u64>) -> Result<DataVersionBump> {
+        let mut state = self.state.write().await;
+        let unseen_writes = seen != Some(state.store_version);
+        state.store_version += 1;
+        let version = state.store_version;
+        if state.datasets.contains_key(&dataset) {
+            state.versions.insert(dataset, version);
+        }
+        Ok(DataVersionBump { version, unseen_writes })
+    }
+
     async fn grants(&self, dataset: DatasetId) -> Result<Vec<Grant>> {
         let state = self.state.read().await;
         let mut out: Vec<Grant> = state
@@ -140,6 +168,7 @@ impl DatasetStore for MemoryRelationalStore {
         let mut state = self.state.write().await;
         state.datasets.remove(&dataset);
         state.acls.retain(|(d, _, _)| *d != dataset);
+        state.versions.remove(&dataset);
         Ok(())
     }
 }

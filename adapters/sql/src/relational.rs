@@ -1,5 +1,8 @@
 use async_trait::async_trait;
-use recall_core::ports::{DataStore, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore};
+use recall_core::ports::{
+    DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore,
+    UserStore,
+};
 use recall_core::{
     ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, GraphBuildStatus, HistoryRow,
     Permission, PipelineRun, PipelineRunStatus, RecallError, Result, SearchRecord, User,
@@ -99,6 +102,11 @@ const GRANT_SQL: &str =
 
 fn grant_values(dataset: DatasetId, principal: Uuid, permission: Permission) -> Vec<Value> {
     vec![principal.to_string().into(), dataset.to_string().into(), permission.as_str().into()]
+}
+
+fn version_col(row: &QueryResult) -> Result<u64> {
+    let v: i64 = row.try_get("", "version").map_err(db_err)?;
+    u64::try_from(v).map_err(|_| RecallError::backend_msg(format!("corrupt data version {v}")))
 }
 
 fn permission_col(row: &QueryResult) -> Result<Permission> {
@@ -246,6 +254,56 @@ impl DatasetStore for SqlRelationalStore {
             .await
             .map_err(db_err)?;
         Ok(())
+    }
+
+    async fn data_versions(&self, datasets: &[DatasetId]) -> Result<DataVersions> {
+        // One round trip: the store's row, then one row per dataset.
+        let mut sql = "SELECT 'store' AS id, version FROM store_version WHERE id = 1".to_string();
+        if !datasets.is_empty() {
+            sql.push_str(&format!(
+                " UNION ALL SELECT id, data_version AS version FROM datasets WHERE id IN ({})",
+                in_list(1, datasets.len())
+            ));
+        }
+        let rows = self.query(&sql, datasets.iter().map(|d| Value::from(d.to_string())).collect()).await?;
+        let mut out = DataVersions::default();
+        for row in &rows {
+            let id: String = row.try_get("", "id").map_err(db_err)?;
+            let version = version_col(row)?;
+            if id == "store" {
+                out.store = version;
+            } else {
+                let id =
+                    Uuid::parse_str(&id).map_err(|e| RecallError::backend_msg(format!("corrupt dataset id: {e}")))?;
+                out.datasets.push((DatasetId(id), version));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn bump_data_version(&self, dataset: DatasetId, seen: Option<u64>) -> Result<DataVersionBump> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        let bump = "UPDATE store_version SET version = version + 1 WHERE id = 1";
+        let mut bumped = None;
+        if let Some(seen) = seen.and_then(|s| i64::try_from(s).ok()) {
+            let sql = format!("{bump} AND version = $1 RETURNING version");
+            bumped = txn.query_one_raw(self.db.stmt(&sql, vec![seen.into()])).await.map_err(db_err)?;
+        }
+        let unseen_writes = bumped.is_none();
+        if bumped.is_none() {
+            bumped =
+                txn.query_one_raw(self.db.stmt(&format!("{bump} RETURNING version"), vec![])).await.map_err(db_err)?;
+        }
+        let row = bumped.ok_or_else(|| RecallError::backend_msg("the store_version row is missing"))?;
+        let version = version_col(&row)?;
+        txn.execute_raw(self.db.stmt(
+            "UPDATE datasets SET data_version = $1 WHERE id = $2",
+            vec![i64::try_from(version).unwrap_or(i64::MAX).into(), dataset.to_string().into()],
+        ))
+        .await
+        .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(DataVersionBump { version, unseen_writes })
     }
 
     async fn grants(&self, dataset: DatasetId) -> Result<Vec<Grant>> {

@@ -290,6 +290,47 @@ impl MigrationTrait for M20261203EdgeTypeKey {
     }
 }
 
+/// Migration 5: data versions (docs/backends.md, "Data versions"). Every
+/// write bumps `store_version` (one row) and stamps the written dataset with
+/// the new value, in one transaction, so a long-lived process can tell at its
+/// next read that another process changed the data.
+struct M20261204DataVersions;
+
+impl MigrationName for M20261204DataVersions {
+    fn name(&self) -> &str {
+        "m20261204_000005_data_versions"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261204DataVersions {
+    /// One transaction on every backend (see migration 3).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        if !manager.has_column("datasets", "data_version").await? {
+            conn.execute_unprepared("ALTER TABLE datasets ADD COLUMN data_version BIGINT NOT NULL DEFAULT 0").await?;
+        }
+        conn.execute_unprepared(
+            "CREATE TABLE IF NOT EXISTS store_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)",
+        )
+        .await?;
+        conn.execute_unprepared("INSERT INTO store_version (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING")
+            .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared("DROP TABLE IF EXISTS store_version").await?;
+        conn.execute_unprepared("ALTER TABLE datasets DROP COLUMN data_version").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -327,6 +368,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261201History),
             Box::new(M20261202EdgeProvenance),
             Box::new(M20261203EdgeTypeKey),
+            Box::new(M20261204DataVersions),
         ]
     }
 }

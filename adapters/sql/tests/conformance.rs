@@ -48,7 +48,7 @@ async fn migrations_are_recorded_once() {
         .unwrap()
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
-    assert_eq!(n, 4, "each migration is applied once and recorded");
+    assert_eq!(n, 5, "each migration is applied once and recorded");
 }
 
 #[tokio::test]

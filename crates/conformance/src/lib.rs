@@ -594,6 +594,7 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     assert!(!readable.contains(&theirs.id), "another user's dataset is not readable");
     assert_eq!(datasets.get_datasets(&[notes.id]).await.unwrap(), vec![notes.clone()]);
     grants_conformance(users, datasets, &owner, &stranger, &docs, &notes, &theirs).await;
+    data_versions_conformance(datasets, &docs, &notes).await;
 
     let item = DataItem {
         id: Uuid::new_v4(),
@@ -732,6 +733,45 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     let shared: Vec<DatasetId> =
         datasets.accessible_datasets(&stranger).await.unwrap().iter().map(|a| a.dataset.id).collect();
     assert!(!shared.contains(&docs.id), "a deleted dataset is shared with nobody");
+}
+
+/// Data versions: every bump raises the store version by one and stamps
+/// the dataset with it; a bump from a stale `seen` reports unseen writes;
+/// concurrent bumps lose none.
+async fn data_versions_conformance(datasets: &dyn DatasetStore, docs: &Dataset, notes: &Dataset) {
+    let start = datasets.data_versions(&[docs.id, notes.id]).await.unwrap();
+    let version_of = |v: &recall_core::ports::DataVersions, d: DatasetId| {
+        v.datasets.iter().find(|(id, _)| *id == d).map(|(_, version)| *version)
+    };
+    assert_eq!(version_of(&start, docs.id), Some(0), "a new dataset starts at 0: {start:?}");
+    let s0 = start.store;
+
+    let bump = datasets.bump_data_version(docs.id, Some(s0)).await.unwrap();
+    assert_eq!((bump.version, bump.unseen_writes), (s0 + 1, false));
+    let now = datasets.data_versions(&[docs.id, notes.id]).await.unwrap();
+    assert_eq!((now.store, version_of(&now, docs.id), version_of(&now, notes.id)), (s0 + 1, Some(s0 + 1), Some(0)));
+
+    // A writer that missed the last bump is told so.
+    let stale = datasets.bump_data_version(notes.id, Some(s0)).await.unwrap();
+    assert_eq!((stale.version, stale.unseen_writes), (s0 + 2, true));
+    assert!(datasets.bump_data_version(notes.id, None).await.unwrap().unseen_writes, "nothing seen yet");
+
+    // A dataset that is gone still moves the store, and is not reported.
+    let gone = DatasetId(Uuid::new_v4());
+    let before = datasets.data_versions(&[]).await.unwrap().store;
+    datasets.bump_data_version(gone, Some(before)).await.unwrap();
+    let after = datasets.data_versions(&[gone]).await.unwrap();
+    assert_eq!((after.store, after.datasets.len()), (before + 1, 0));
+
+    // Concurrent bumps: each gets its own version.
+    let bumps = futures::future::join_all((0..16).map(|_| datasets.bump_data_version(docs.id, None))).await;
+    let mut versions: Vec<u64> = bumps.into_iter().map(|b| b.unwrap().version).collect();
+    versions.sort_unstable();
+    versions.dedup();
+    assert_eq!(versions.len(), 16, "no bump is lost or repeated");
+    let end = datasets.data_versions(&[docs.id]).await.unwrap();
+    assert_eq!(end.store, before + 17);
+    assert_eq!(version_of(&end, docs.id), versions.last().copied());
 }
 
 /// Grant rows: owners hold all four permissions; grants to another user are

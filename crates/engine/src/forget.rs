@@ -32,13 +32,13 @@ impl Engine {
     /// be repeated.
     pub async fn forget_dataset(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Dataset> {
         let dataset = self.deletable(user, &dataset.into()).await?;
-        self.bump_data_version(dataset.id);
+        self.bump_data_version(dataset.id).await?;
         self.vectors.delete_dataset(dataset.id).await?;
         self.graph.delete_dataset(dataset.id).await?;
         self.relational.data.delete_dataset_data(dataset.id).await?;
         self.relational.runs.delete_dataset_runs(dataset.id).await?;
         self.relational.datasets.delete_dataset(dataset.id).await?;
-        self.bump_data_version(dataset.id);
+        self.bump_data_version(dataset.id).await?;
         Ok(dataset)
     }
 
@@ -55,7 +55,7 @@ impl Engine {
     ) -> Result<ForgetOutcome> {
         let dataset = self.deletable(user, &dataset.into()).await?;
         let item = self.find_item(&dataset, document).await?;
-        self.bump_data_version(dataset.id);
+        self.bump_data_version(dataset.id).await?;
         let graph = self.graph.get_graph(dataset.id).await?;
         let doc_key = item.id.to_string();
 
@@ -160,7 +160,7 @@ impl Engine {
         self.relational.data.delete_data(dataset.id, item.id).await?;
 
         let nodes_deleted = graph.nodes.iter().filter(|n| doomed_nodes.contains(&n.id)).count();
-        self.bump_data_version(dataset.id);
+        self.bump_data_version(dataset.id).await?;
         Ok(ForgetOutcome {
             dataset_name: dataset.name,
             document_name: Some(item.name),

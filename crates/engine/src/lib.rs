@@ -105,9 +105,8 @@ pub struct Engine {
     pub(crate) extractor: Arc<dyn GraphExtractor>,
     pub(crate) summarizer: Arc<dyn Summarizer>,
     pub(crate) retrievers: RetrieverRegistry,
-    /// Per-dataset data versions, bumped on every graph write, so retriever
-    /// caches (the BM25 index) rebuild when the data changes.
-    pub(crate) data_versions: Arc<std::sync::Mutex<std::collections::HashMap<recall_core::DatasetId, u64>>>,
+    /// The persisted data versions as this process last saw them.
+    pub(crate) versions: Arc<Versions>,
     /// Session lanes; `None` (caching off) means they return nothing.
     pub(crate) sessions: Option<Arc<dyn SessionLanes>>,
     /// Warm verdicts of the warm-up probe, by (user, sorted dataset ids).
@@ -115,6 +114,31 @@ pub struct Engine {
     /// The embedder for questions: remembers recent query vectors, so a
     /// recall embeds its question once (routing, then every dataset).
     pub(crate) query_embedder: Arc<dyn Embedder>,
+}
+
+/// The data versions one process has seen (docs/backends.md, "Data versions").
+#[derive(Default)]
+pub(crate) struct Versions {
+    /// The highest store version seen (`None`: nothing read or written yet).
+    store: std::sync::Mutex<Option<u64>>,
+    /// Each dataset's version, as last read or written.
+    datasets: std::sync::Mutex<std::collections::HashMap<recall_core::DatasetId, u64>>,
+    /// One bump at a time: a bump that raced another of this process's
+    /// would read as a foreign write.
+    bump: tokio::sync::Mutex<()>,
+}
+
+impl Versions {
+    fn store_seen(&self) -> Option<u64> {
+        self.store.lock().ok().and_then(|s| *s)
+    }
+
+    /// Versions only go up: an older reading never replaces a newer one.
+    fn saw_store(&self, version: u64) {
+        if let Ok(mut s) = self.store.lock() {
+            *s = Some(s.map_or(version, |old| old.max(version)));
+        }
+    }
 }
 
 /// Builds an [`Engine`] from its ports. Retriever registration is explicit and
@@ -218,7 +242,7 @@ impl EngineBuilder {
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,
-            data_versions: Default::default(),
+            versions: Default::default(),
             warm_cache: moka::future::Cache::builder().max_capacity(1024).time_to_live(warmup_ttl).build(),
             sessions: self.sessions,
         })
@@ -233,16 +257,45 @@ pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T>
 }
 
 impl Engine {
-    /// The dataset's current data version.
+    /// The dataset's data version as last observed (docs/backends.md, "Data
+    /// versions"); caches such as the BM25 index key on it.
     pub(crate) fn data_version(&self, dataset: recall_core::DatasetId) -> u64 {
-        self.data_versions.lock().map(|m| m.get(&dataset).copied().unwrap_or(0)).unwrap_or(0)
+        self.versions.datasets.lock().map(|m| m.get(&dataset).copied().unwrap_or(0)).unwrap_or(0)
     }
 
-    /// Marks the dataset's data as changed.
-    pub(crate) fn bump_data_version(&self, dataset: recall_core::DatasetId) {
-        if let Ok(mut m) = self.data_versions.lock() {
-            *m.entry(dataset).or_insert(0) += 1;
+    /// Records a write to the dataset in the store. When the store shows
+    /// writes this process did not make, the vector store drops what it
+    /// holds in memory.
+    pub(crate) async fn bump_data_version(&self, dataset: recall_core::DatasetId) -> Result<()> {
+        let _one_writer = self.versions.bump.lock().await;
+        let seen = self.versions.store_seen();
+        let bump = self.relational.datasets.bump_data_version(dataset, seen).await?;
+        self.versions.saw_store(bump.version);
+        if let Ok(mut m) = self.versions.datasets.lock() {
+            m.insert(dataset, bump.version);
         }
+        if bump.unseen_writes && seen.is_some() {
+            tracing::debug!(dataset = %dataset, "another process wrote: refreshing the vector store");
+            self.vectors.refresh().await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the persisted data versions (the store's, and these datasets');
+    /// when the store moved past what this process knows, another process
+    /// wrote, and the vector store drops what it holds in memory.
+    pub(crate) async fn observe_data_versions(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
+        let versions = self.relational.datasets.data_versions(datasets).await?;
+        let seen = self.versions.store_seen();
+        self.versions.saw_store(versions.store);
+        if let Ok(mut m) = self.versions.datasets.lock() {
+            m.extend(versions.datasets);
+        }
+        if seen.is_some_and(|seen| versions.store > seen) {
+            tracing::debug!(store_version = versions.store, "another process wrote: refreshing the vector store");
+            self.vectors.refresh().await?;
+        }
+        Ok(())
     }
 
     /// Whether a usable LLM is configured (decides the no-`query_type` default).

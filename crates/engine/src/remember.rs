@@ -273,10 +273,11 @@ impl Engine {
         }
         .await;
         // Written or partly written (and compensated): either way caches are stale.
-        self.bump_data_version(dataset.id);
+        let bumped = self.bump_data_version(dataset.id).await;
         let info = json!({"items_added": outcome.items_added, "chunks": outcome.chunks_written});
         self.finish_run(dataset.id, run_id, pipelines::COGNIFY, &result, info).await?;
-        result.map(|()| outcome)
+        result?;
+        bumped.map(|()| outcome)
     }
 
     /// Re-runs cognify on a dataset: items not yet completed are processed

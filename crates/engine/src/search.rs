@@ -280,6 +280,8 @@ impl Engine {
         let recall = request.as_recall();
         let top_k = recall.validate()?;
         let datasets = self.resolve_datasets(user, &recall).await?;
+        let ids: Vec<DatasetId> = datasets.iter().map(|d| d.id).collect();
+        self.observe_data_versions(&ids).await?;
         if datasets.is_empty() {
             return Err(RecallError::no_permission_on_any(recall_core::Permission::Read));
         }

@@ -122,7 +122,7 @@ impl Engine {
         let records = self.embed_rows(rows).await?;
         self.vectors.ensure_collection(dataset.id, SKILL_SEARCH_TEXT, &self.embedder.spec()).await?;
         self.vectors.upsert(dataset.id, SKILL_SEARCH_TEXT, records).await?;
-        self.bump_data_version(dataset.id);
+        self.bump_data_version(dataset.id).await?;
         let added = skills
             .into_iter()
             .map(|s| AddedSkill { id: s.id.to_string(), name: s.name, source_file: s.source_file })
@@ -172,6 +172,7 @@ impl Engine {
         let Some(dataset) = self.skill_gate_dataset(user, request).await? else {
             return Ok(Vec::new());
         };
+        self.observe_data_versions(&[dataset.id]).await?;
         let ctx = self.retrieval_context(&dataset);
         let options = RetrieverOptions { top_k: Some(DEFAULT_SKILL_GATE_TOP_K), ..Default::default() };
         let retriever = self.retrievers.get(SearchType::Skills)?;

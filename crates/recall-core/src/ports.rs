@@ -391,6 +391,12 @@ pub trait VectorStore: Send + Sync {
     /// Deletes every row of a dataset in every collection.
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
 
+    /// Another process may have written: drop whatever is held in process
+    /// (cached rows, table handles), so the next read sees the store as it is.
+    async fn refresh(&self) -> Result<()> {
+        Ok(())
+    }
+
     async fn healthcheck(&self) -> Result<()> {
         Ok(())
     }
@@ -453,10 +459,42 @@ pub trait DatasetStore: Send + Sync {
     /// Every grant on the dataset, sorted.
     async fn grants(&self, dataset: DatasetId) -> Result<Vec<crate::Grant>>;
 
+    /// The store's data version and these datasets' (a dataset that does not
+    /// exist is left out). See [`DataVersions`].
+    async fn data_versions(&self, datasets: &[DatasetId]) -> Result<DataVersions>;
+
+    /// Records a write to `dataset`, in one transaction: the store version
+    /// goes up by one and the dataset is stamped with the new value (a
+    /// dataset row that is gone is left alone). `seen` is the store version
+    /// the caller last knew; the answer says whether anyone else wrote since.
+    async fn bump_data_version(&self, dataset: DatasetId, seen: Option<u64>) -> Result<DataVersionBump>;
+
     async fn get_datasets(&self, ids: &[DatasetId]) -> Result<Vec<Dataset>>;
 
     /// Deletes a dataset row and its grants.
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
+}
+
+/// Data versions, persisted so that every process sharing a store sees
+/// every other's writes. The store version counts writes to any dataset and
+/// never goes back; a dataset's version is the store version of its last
+/// write, so it never repeats, even for a dataset forgotten and created
+/// again. Caches key on them: a process whose store version moved without
+/// its own writes drops what it holds in memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DataVersions {
+    pub store: u64,
+    pub datasets: Vec<(DatasetId, u64)>,
+}
+
+/// The outcome of [`DatasetStore::bump_data_version`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataVersionBump {
+    /// The new store version, now also the dataset's.
+    pub version: u64,
+    /// The store version was not the caller's `seen`: another writer wrote
+    /// since (or the caller had seen nothing yet).
+    pub unseen_writes: bool,
 }
 
 /// Raw ingested items.
