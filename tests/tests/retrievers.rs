@@ -670,7 +670,15 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
     }
     graph.upsert_edges(dataset.id, &stored.edges).await.unwrap();
     graph.upsert_nodes(dataset.id, &stored.nodes).await.unwrap();
-    let ctx = RetrievalContext { dataset, graph, vectors, embedder, llm: None, data_version: 0 };
+    let ctx = RetrievalContext {
+        dataset,
+        graph,
+        vectors,
+        embedder,
+        llm: None,
+        data_version: 0,
+        events: Arc::new(recall_core::NoEvents),
+    };
     let params = |top_k: usize, wide: usize, penalty: f64, feedback_influence: f64| TripletSearch {
         top_k,
         wide_search_top_k: wide,

@@ -4,11 +4,13 @@
 
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::{
-    Dataset, DatasetId, GraphBuildStatus, RecallError, RecallResponse, ResponseMarkerEntry, Result, SearchRecord,
-    SearchType, User,
+    CollectEvents, Dataset, DatasetId, GraphBuildStatus, NoEvents, RecallError, RecallEvent, RecallEvents,
+    RecallResponse, ResponseMarkerEntry, Result, SearchRecord, SearchType, Stage, User,
 };
 use recall_retrievers::{FilterOperator, RetrievalContext, RetrievedContext, RetrieverOptions};
 use serde::Serialize;
@@ -302,6 +304,57 @@ pub struct RecallExplain {
     pub timings_ms: Vec<StageTiming>,
 }
 
+/// Lets one dataset's answer stream: the first whose answer step starts
+/// generating; the answer events of the others are dropped (their answers
+/// still arrive in the final results).
+struct FirstStream {
+    inner: Arc<dyn RecallEvents>,
+    owner: Arc<std::sync::Mutex<Option<DatasetId>>>,
+}
+
+impl FirstStream {
+    fn new(inner: Arc<dyn RecallEvents>) -> Self {
+        Self { inner, owner: Default::default() }
+    }
+
+    fn for_dataset(&self, dataset: DatasetId) -> DatasetEvents {
+        DatasetEvents { inner: self.inner.clone(), owner: self.owner.clone(), dataset }
+    }
+}
+
+struct DatasetEvents {
+    inner: Arc<dyn RecallEvents>,
+    owner: Arc<std::sync::Mutex<Option<DatasetId>>>,
+    dataset: DatasetId,
+}
+
+impl RecallEvents for DatasetEvents {
+    fn listening(&self) -> bool {
+        self.inner.listening()
+    }
+
+    fn wants_deltas(&self) -> bool {
+        self.inner.wants_deltas()
+    }
+
+    fn emit(&self, event: RecallEvent) {
+        let answer_event = matches!(
+            event,
+            RecallEvent::Stage { stage: Stage::Generating }
+                | RecallEvent::Delta { .. }
+                | RecallEvent::Reset
+                | RecallEvent::AnswerDone
+        );
+        if answer_event {
+            let Ok(mut owner) = self.owner.lock() else { return };
+            if *owner.get_or_insert(self.dataset) != self.dataset {
+                return;
+            }
+        }
+        self.inner.emit(event);
+    }
+}
+
 /// One stage's wall time.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageTiming {
@@ -309,9 +362,18 @@ pub struct StageTiming {
     pub ms: f64,
 }
 
-impl RecallExplain {
+/// One recall as it runs: its decisions, and where its events go.
+pub(crate) struct Run {
+    pub(crate) explain: RecallExplain,
+    pub(crate) events: Arc<dyn RecallEvents>,
+}
+
+impl Run {
+    /// Reports a stage's wall time.
     fn time(&mut self, stage: &str, started: Instant) {
-        self.timings_ms.push(StageTiming { stage: stage.into(), ms: started.elapsed().as_secs_f64() * 1e3 });
+        if self.events.listening() {
+            self.events.emit(RecallEvent::Timing { stage: stage.into(), ms: started.elapsed().as_secs_f64() * 1e3 });
+        }
     }
 }
 
@@ -319,35 +381,77 @@ impl Engine {
     /// Asks memory a question. Validates before any I/O; an invalid request
     /// reads and writes nothing.
     pub async fn recall(&self, user: &User, request: &RecallRequest) -> Result<Vec<RecallResponse>> {
-        Ok(self.recall_explained(user, request).await?.0)
+        Ok(self.run_recall(user, request, Arc::new(NoEvents)).await?.0)
     }
 
-    /// [`Engine::recall`], with what it decided and how long each stage took.
+    /// [`Engine::recall`], reporting to `events` as it runs: `Stage
+    /// (Retrieving)` first, answer tokens when the listener asks for them,
+    /// per-stage `Timing`s, and `Final` with the results last
+    /// (docs/recall.md, "Events"). An invalid request fails before any event.
+    pub async fn recall_with_events(
+        &self,
+        user: &User,
+        request: &RecallRequest,
+        events: Arc<dyn RecallEvents>,
+    ) -> Result<Vec<RecallResponse>> {
+        Ok(self.run_recall(user, request, events).await?.0)
+    }
+
+    /// [`Engine::recall`], with what it decided and how long each stage took
+    /// (the timings are collected from its events).
     pub async fn recall_explained(
         &self,
         user: &User,
         request: &RecallRequest,
     ) -> Result<(Vec<RecallResponse>, RecallExplain)> {
+        let timings = Arc::new(CollectEvents::default());
+        let (results, mut explain) = self.run_recall(user, request, timings.clone()).await?;
+        explain.timings_ms = timings
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                RecallEvent::Timing { stage, ms } => Some(StageTiming { stage, ms }),
+                _ => None,
+            })
+            .collect();
+        Ok((results, explain))
+    }
+
+    async fn run_recall(
+        &self,
+        user: &User,
+        request: &RecallRequest,
+        events: Arc<dyn RecallEvents>,
+    ) -> Result<(Vec<RecallResponse>, RecallExplain)> {
         let top_k = request.validate()?;
         let plan = request.plan()?;
-        let mut explain = RecallExplain::default();
+        if events.listening() {
+            events.emit(RecallEvent::Stage { stage: Stage::Retrieving });
+        }
+        let mut run = Run { explain: RecallExplain::default(), events };
         // The skill gate runs alongside the lanes, which never wait on it; a
         // failing lane cancels it. Its entries come last.
         let gate = self.skill_gate_applies(request, plan.sources.contains(&Source::Graph));
-        explain.skill_gate = gate;
+        run.explain.skill_gate = gate;
+        let events = run.events.clone();
         let skills = async {
             let started = Instant::now();
             let entries = if gate { self.skill_gate(user, request).await } else { Vec::new() };
             Ok::<_, RecallError>((entries, started.elapsed()))
         };
-        let lanes = self.run_lanes(user, request, &plan, top_k, &mut explain);
+        let lanes = self.run_lanes(user, request, &plan, top_k, &mut run);
         let (mut merged, (entries, gate_time)) = futures::future::try_join(lanes, skills).await?;
         if gate {
-            explain.timings_ms.push(StageTiming { stage: "skill_gate".into(), ms: gate_time.as_secs_f64() * 1e3 });
-            explain.skills_added = entries.len();
+            if events.listening() {
+                events.emit(RecallEvent::Timing { stage: "skill_gate".into(), ms: gate_time.as_secs_f64() * 1e3 });
+            }
+            run.explain.skills_added = entries.len();
         }
         merged.extend(entries);
-        Ok((merged, explain))
+        if events.listening() {
+            events.emit(RecallEvent::Final { results: merged.clone() });
+        }
+        Ok((merged, run.explain))
     }
 
     /// The lanes of the plan, in order, merged.
@@ -357,7 +461,7 @@ impl Engine {
         request: &RecallRequest,
         plan: &Plan,
         top_k: Option<usize>,
-        explain: &mut RecallExplain,
+        run: &mut Run,
     ) -> Result<Vec<RecallResponse>> {
         let graph_only = plan.sources == [Source::Graph];
         let mut merged: Vec<RecallResponse> = Vec::new();
@@ -368,11 +472,11 @@ impl Engine {
                     if plan.short_circuit && !merged.is_empty() {
                         break;
                     }
-                    explain.lanes.push(source.name().into());
-                    merged.extend(self.graph_lane(user, request, top_k, graph_only, explain).await?);
+                    run.explain.lanes.push(source.name().into());
+                    merged.extend(self.graph_lane(user, request, top_k, graph_only, run).await?);
                 }
                 Source::Session | Source::Trace | Source::SessionContext => {
-                    explain.lanes.push(source.name().into());
+                    run.explain.lanes.push(source.name().into());
                     merged.extend(self.session_lane(user, *source, request, top_k).await?);
                 }
                 Source::Tools => {
@@ -387,7 +491,7 @@ impl Engine {
                 // The code graph (Enola) is not part of Recall: CODE has no retriever.
                 Source::Code => return Err(RecallError::unsupported_search_type(SearchType::Code)),
             }
-            explain.time(&format!("lane:{}", source.name()), started);
+            run.time(&format!("lane:{}", source.name()), started);
         }
         Ok(merged)
     }
@@ -433,7 +537,7 @@ impl Engine {
         request: &RecallRequest,
         top_k: Option<usize>,
         graph_only: bool,
-        explain: &mut RecallExplain,
+        run: &mut Run,
     ) -> Result<Vec<RecallResponse>> {
         let (search_type, routed_guess, chosen_by) = match request.query_type {
             Some(t) => (t, false, "query_type".to_string()),
@@ -445,8 +549,8 @@ impl Engine {
             }
             None => (SearchType::HybridCompletion, false, "auto_route_off".to_string()),
         };
-        explain.search_type = Some(search_type.to_string());
-        explain.chosen_by = Some(chosen_by);
+        run.explain.search_type = Some(search_type.to_string());
+        run.explain.chosen_by = Some(chosen_by);
         // A pinned type that cannot run fails before any dataset is touched.
         if !routed_guess {
             self.check_search_type(search_type, request)?;
@@ -457,23 +561,23 @@ impl Engine {
         // Before any vector read: another process's writes become visible.
         let ids: Vec<DatasetId> = readable.iter().map(|d| d.id).collect();
         self.observe_data_versions(&ids).await?;
-        explain.time("resolve_datasets", started);
+        run.time("resolve_datasets", started);
 
         let started = Instant::now();
         let routing = if self.routes_datasets(request, &readable) {
             let routing = self.route_datasets(&request.query_text, &readable).await;
-            explain.time("dataset_routing", started);
+            run.time("dataset_routing", started);
             routing
         } else {
             DatasetRouting::all(&readable, RoutingOutcome::NotApplicable, Vec::new())
         };
-        explain.dataset_routing = Some(routing.clone());
+        run.explain.dataset_routing = Some(routing.clone());
 
         if self.config.warmup_shortcircuit && !request.only_context {
             let started = Instant::now();
             let status = self.build_status(user, &routing.selected).await;
-            explain.time("warmup_probe", started);
-            explain.warmup = Some(status.label().into());
+            run.time("warmup_probe", started);
+            run.explain.warmup = Some(status.label().into());
             match status {
                 GraphBuildStatus::Warm => {}
                 _ if !graph_only => return Ok(Vec::new()),
@@ -488,13 +592,13 @@ impl Engine {
         let mut options = request.retriever_options(top_k);
         self.load_prompt_files(&mut options).await?;
         let started = Instant::now();
-        let first = self.search_routed(&routing, search_type, request, &options, explain).await;
+        let first = self.search_routed(&routing, search_type, request, &options, run).await;
         let (final_type, payloads) = match first {
             Err(e) if routed_guess && is_type_rejection(&e) => {
                 tracing::warn!(search_type = %search_type, error = %e, "routed type rejected; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
-                explain.retried_as = Some(retry.to_string());
-                (retry, self.search_routed(&routing, retry, request, &options, explain).await?)
+                run.explain.retried_as = Some(retry.to_string());
+                (retry, self.search_routed(&routing, retry, request, &options, run).await?)
             }
             Err(e) => return Err(e),
             Ok(payloads)
@@ -504,15 +608,15 @@ impl Engine {
             {
                 tracing::info!(search_type = %search_type, "routed type found nothing; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
-                explain.retried_as = Some(retry.to_string());
-                (retry, self.search_routed(&routing, retry, request, &options, explain).await?)
+                run.explain.retried_as = Some(retry.to_string());
+                (retry, self.search_routed(&routing, retry, request, &options, run).await?)
             }
             Ok(payloads) => (search_type, payloads),
         };
-        explain.time("search", started);
+        run.time("search", started);
         let started = Instant::now();
         self.log_history(user, request, final_type, &payloads).await?;
-        explain.time("history", started);
+        run.time("history", started);
         Ok(payloads.iter().flat_map(normalise_payload).map(RecallResponse::Graph).collect())
     }
 
@@ -532,10 +636,10 @@ impl Engine {
         search_type: SearchType,
         request: &RecallRequest,
         options: &RetrieverOptions,
-        explain: &mut RecallExplain,
+        run: &mut Run,
     ) -> Result<Vec<SearchResultPayload>> {
-        explain.datasets_searched = routing.selected.iter().map(|d| d.name.clone()).collect();
-        let first = self.search_graph(&routing.selected, search_type, request, options).await;
+        run.explain.datasets_searched = routing.selected.iter().map(|d| d.name.clone()).collect();
+        let first = self.search_graph(&routing.selected, search_type, request, options, &run.events).await;
         if routing.rest.is_empty() {
             return first;
         }
@@ -549,9 +653,9 @@ impl Engine {
         }
         let names: Vec<&str> = routing.rest.iter().map(|d| d.name.as_str()).collect();
         tracing::info!(remaining = ?names, "the routed datasets retrieved nothing; searching the remaining datasets");
-        explain.widened = true;
-        explain.datasets_searched.extend(names.iter().map(|n| n.to_string()));
-        self.search_graph(&routing.rest, search_type, request, options).await
+        run.explain.widened = true;
+        run.explain.datasets_searched.extend(names.iter().map(|n| n.to_string()));
+        self.search_graph(&routing.rest, search_type, request, options, &run.events).await
     }
 
     /// One search type over the datasets: one payload per dataset.
@@ -561,9 +665,15 @@ impl Engine {
         search_type: SearchType,
         request: &RecallRequest,
         options: &RetrieverOptions,
+        events: &Arc<dyn RecallEvents>,
     ) -> Result<Vec<SearchResultPayload>> {
         self.check_search_type(search_type, request)?;
-        let tasks = datasets.iter().map(|dataset| self.search_dataset(dataset, search_type, request, options));
+        // One dataset's answer streams: the first to start generating.
+        let streaming = FirstStream::new(events.clone());
+        let tasks = datasets.iter().map(|dataset| {
+            let events: Arc<dyn RecallEvents> = Arc::new(streaming.for_dataset(dataset.id));
+            self.search_dataset(dataset, search_type, request, options, events)
+        });
         let outcomes = join_all(tasks).await;
         self.collect_payloads(datasets, outcomes, search_type, request.only_context).await
     }
@@ -671,7 +781,7 @@ impl Engine {
     }
 
     /// The stores, models and data version for one dataset.
-    pub(crate) fn retrieval_context(&self, dataset: &Dataset) -> RetrievalContext {
+    pub(crate) fn retrieval_context(&self, dataset: &Dataset, events: Arc<dyn RecallEvents>) -> RetrievalContext {
         RetrievalContext {
             dataset: dataset.clone(),
             graph: self.graph.clone(),
@@ -679,6 +789,7 @@ impl Engine {
             embedder: self.query_embedder.clone(),
             llm: self.llm.clone(),
             data_version: self.data_version(dataset.id),
+            events,
         }
     }
 
@@ -746,9 +857,10 @@ impl Engine {
         requested: SearchType,
         request: &RecallRequest,
         options: &RetrieverOptions,
+        events: Arc<dyn RecallEvents>,
     ) -> Result<SearchResultPayload> {
         self.check_embedding_width(dataset.id).await?;
-        let ctx = self.retrieval_context(dataset);
+        let ctx = self.retrieval_context(dataset, events);
         let search_type = self.effective_type(&ctx, requested, request).await?;
         if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
             return Err(RecallError::SearchTypeDisabled(search_type));

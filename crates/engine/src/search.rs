@@ -276,9 +276,24 @@ impl Engine {
     /// under the requested type. Returns Cognee's backwards-compatible
     /// result list.
     pub async fn search(&self, user: &User, request: &SearchRequest) -> Result<Vec<Value>> {
+        self.search_with_events(user, request, std::sync::Arc::new(recall_core::NoEvents)).await
+    }
+
+    /// [`Engine::search`], reporting `Stage(Retrieving)`, answer tokens when
+    /// the listener asks for them, and per-stage timings (no `Final`: the
+    /// legacy result shape is the return value).
+    pub async fn search_with_events(
+        &self,
+        user: &User,
+        request: &SearchRequest,
+        events: std::sync::Arc<dyn recall_core::RecallEvents>,
+    ) -> Result<Vec<Value>> {
         request.check_search_parameters()?;
         let recall = request.as_recall();
         let top_k = recall.validate()?;
+        if events.listening() {
+            events.emit(recall_core::RecallEvent::Stage { stage: recall_core::Stage::Retrieving });
+        }
         let datasets = self.resolve_datasets(user, &recall).await?;
         let ids: Vec<DatasetId> = datasets.iter().map(|d| d.id).collect();
         self.observe_data_versions(&ids).await?;
@@ -300,7 +315,14 @@ impl Engine {
         }
         let mut options = recall.retriever_options(top_k);
         self.load_prompt_files(&mut options).await?;
-        let payloads = self.search_graph(&datasets, request.query_type, &recall, &options).await?;
+        let started = std::time::Instant::now();
+        let payloads = self.search_graph(&datasets, request.query_type, &recall, &options, &events).await?;
+        if events.listening() {
+            events.emit(recall_core::RecallEvent::Timing {
+                stage: "search".into(),
+                ms: started.elapsed().as_secs_f64() * 1e3,
+            });
+        }
         self.log_history(user, &recall, request.query_type, &payloads).await?;
         Ok(shape(&payloads, request.verbose, self.config.access_control))
     }

@@ -173,7 +173,7 @@ impl Engine {
             return Ok(Vec::new());
         };
         self.observe_data_versions(&[dataset.id]).await?;
-        let ctx = self.retrieval_context(&dataset);
+        let ctx = self.retrieval_context(&dataset, std::sync::Arc::new(recall_core::NoEvents));
         let options = RetrieverOptions { top_k: Some(DEFAULT_SKILL_GATE_TOP_K), ..Default::default() };
         let retriever = self.retrievers.get(SearchType::Skills)?;
         let objects = retriever.get_retrieved_objects(&ctx, &request.query_text, &options).await?;

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod error;
+pub mod events;
 pub mod ids;
 pub mod model;
 pub mod ports;
@@ -16,6 +17,7 @@ pub mod text;
 
 pub use access::{DatasetAccess, DatasetRef, Grant, Permission};
 pub use error::{ErrorKind, RecallError, Result};
+pub use events::{CollectEvents, NoEvents, RecallEvent, RecallEvents, Stage};
 pub use model::*;
 pub use response::*;
 pub use search_type::SearchType;

@@ -2,8 +2,8 @@
 //! (retrievers.md §1.6): the system prompt, the rendered user prompt, the LLM
 //! call, structured output validated against its schema, and references.
 
-use recall_core::ports::ChatRequest;
-use recall_core::{RecallError, Result};
+use recall_core::ports::{ChatRequest, LlmClient};
+use recall_core::{RecallError, RecallEvent, RecallEvents, Result, Stage};
 use serde_json::Value;
 
 use crate::prompts;
@@ -76,6 +76,64 @@ pub async fn generate(
         }
     }
     Err(RecallError::Provider(format!("The LLM's structured answer does not match the response schema: {last_error}")))
+}
+
+/// The answer a user reads (GRAPH_COMPLETION, RAG_COMPLETION,
+/// HYBRID_COMPLETION): streamed as `Delta` events when the listener asks for
+/// them and the answer is plain text, else [`generate`]. Intermediate calls
+/// (chain-of-thought rounds, sub-answers) use [`generate`] and never stream.
+pub async fn final_answer(
+    ctx: &RetrievalContext,
+    who: &str,
+    prompt: &PromptPreview,
+    options: &RetrieverOptions,
+) -> Result<Value> {
+    if options.response_schema.is_none() && ctx.events.wants_deltas() {
+        let llm = ctx.require_llm(who)?;
+        let request = ChatRequest::new(prompt.system_prompt.clone(), prompt.user_prompt.clone());
+        return streamed(ctx.events.as_ref(), llm.as_ref(), &request).await.map(Value::String);
+    }
+    generate(ctx, who, prompt, options).await
+}
+
+/// Attempts of a streamed answer: a stream that breaks is asked for once
+/// more, after a `Reset`.
+const STREAM_ATTEMPTS: usize = 2;
+
+/// A plain-text answer through `LlmClient::stream`: `Stage(Generating)`,
+/// then each chunk as a `Delta`, then `AnswerDone`. The answer returned is
+/// the chunks joined, the same text a non-streamed call gives.
+async fn streamed(events: &dyn RecallEvents, llm: &dyn LlmClient, request: &ChatRequest) -> Result<String> {
+    use futures::StreamExt;
+    events.emit(RecallEvent::Stage { stage: Stage::Generating });
+    let mut last_error = None;
+    for attempt in 0..STREAM_ATTEMPTS {
+        if attempt > 0 {
+            events.emit(RecallEvent::Reset);
+        }
+        let mut answer = String::new();
+        let outcome = async {
+            let mut chunks = llm.stream(request).await?;
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk?;
+                answer.push_str(&chunk);
+                events.emit(RecallEvent::Delta { text: chunk });
+            }
+            Ok::<_, RecallError>(())
+        }
+        .await;
+        match outcome {
+            Ok(()) => {
+                events.emit(RecallEvent::AnswerDone);
+                return Ok(answer);
+            }
+            Err(e) => {
+                tracing::warn!(attempt, error = %e, "the answer stream failed");
+                last_error = Some(e);
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| RecallError::Provider("the answer stream failed".into())))
 }
 
 /// Compiles a response schema; an invalid schema is a 422 validation error.

@@ -435,7 +435,7 @@ pub(crate) async fn hybrid_answer(
     let Some(prompt) = hybrid_preview(query, context, options)? else {
         return Ok(Some(Vec::new()));
     };
-    let answer = completion::generate(ctx, who, &prompt, options).await?;
+    let answer = completion::final_answer(ctx, who, &prompt, options).await?;
     Ok(Some(vec![with_chunk_evidence(answer, &HybridResult::from_objects(objects).chunks, options)]))
 }
 

@@ -53,6 +53,9 @@ pub struct RetrievalContext {
     /// Bumped by the engine whenever the dataset's graph changes, so
     /// per-dataset caches (the BM25 index) know when to rebuild.
     pub data_version: u64,
+    /// Where the answer step reports its stage and tokens
+    /// ([`completion::generate`] streams when the listener asks for deltas).
+    pub events: Arc<dyn recall_core::RecallEvents>,
 }
 
 impl RetrievalContext {

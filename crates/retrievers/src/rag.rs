@@ -93,7 +93,7 @@ pub(crate) async fn passage_answer(
     let Some(prompt) = completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)? else {
         return Ok(Some(Vec::new()));
     };
-    let answer = completion::generate(ctx, who, &prompt, options).await?;
+    let answer = completion::final_answer(ctx, who, &prompt, options).await?;
     Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
 }
 

@@ -105,7 +105,7 @@ async fn answer(
     let Some(prompt) = completion::preview(user_template, query, context, options)? else {
         return Ok(Some(Vec::new()));
     };
-    let mut answer = completion::generate(ctx, who, &prompt, options).await?;
+    let mut answer = completion::final_answer(ctx, who, &prompt, options).await?;
     if options.include_references {
         if let Value::String(text) = &answer {
             let refs = evidence::graph_evidence(ctx, triplets).await;
