@@ -57,10 +57,10 @@ enum Command {
         json: bool,
     },
     /// Explain the automatic search-type choice for a question: prints
-    /// {"search_type": …, "rule": …} (spec/routing.md Part A).
+    /// {"search_type": …, "rule": …} (docs/routing.md).
     Route { query: String },
     /// Explain the skill gate for a question: prints
-    /// {"fired": …, "score": …, "matched": [rule names], "fragments": […]} (spec/skills.md).
+    /// {"fired": …, "score": …, "matched": [rule names], "fragments": […]} (docs/recall.md, "The skill gate (rules)").
     SkillGate { query: String },
     /// Skill playbooks (SKILL.md files) a dataset offers to procedure questions.
     #[command(subcommand)]

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Automatic dataset routing (seed 003, spec/routing.md Part B) end to end on
+//! Automatic dataset routing (docs/recall.md, "The graph lane", step 3) end to end on
 //! a three-dataset fixture: the real routing rows of the global context
 //! index pick the dataset a question is about; controlled distances pin the
 //! selection rule, the tie margin, and every widening fallback.

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Skills end to end on the in-memory stack: SKILL.md ingestion, the SKILLS
-//! search type, and the skill gate's entries appended to recall (spec/skills.md).
+//! search type, and the skill gate's entries appended to recall (docs/recall.md, "The skill gate (rules)").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

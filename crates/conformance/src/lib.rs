@@ -644,7 +644,7 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     assert_eq!(runs.list_runs(docs.id).await.unwrap(), vec![started.clone(), errored.clone()]);
     assert!(runs.list_runs(notes.id).await.unwrap().is_empty());
 
-    // The warm-up probe (spec/recall.md §6.2), against the same rules as GraphBuildStatus::from_runs.
+    // The warm-up probe (docs/recall.md, "The graph lane", step 4), against the same rules as GraphBuildStatus::from_runs.
     let failed =
         GraphBuildStatus::BuildFailed { error_class: Some("ValueError".into()), error_message: Some("bad".into()) };
     assert_eq!(runs.graph_build_status(&[]).await.unwrap(), GraphBuildStatus::NeverBuilt);

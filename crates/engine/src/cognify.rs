@@ -1,5 +1,5 @@
 //! The cognify stage: chunks → extracted entities and relations → the graph
-//! of spec/data-model.md §2–3 and its vector collections, in batches.
+//! of docs/ingestion.md, "The graph" and its vector collections, in batches.
 //!
 //! Every id is deterministic (Cognee's uuid5 formulas) and every write an
 //! upsert, so a failed batch can be retried without duplicates. A batch
@@ -121,7 +121,7 @@ impl BatchGraph {
         self.edges.entry(key).or_insert(edge);
     }
 
-    /// Adds one chunk's extraction (data-model.md §3).
+    /// Adds one chunk's extraction (docs/ingestion.md, "The graph").
     fn add_extraction(&mut self, chunk: &DocumentChunk, kg: &KnowledgeGraph) {
         let mut local: HashMap<&str, Uuid> = HashMap::new();
         // Same-name nodes within one chunk that differ in type get their own ids.

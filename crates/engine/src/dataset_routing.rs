@@ -1,4 +1,4 @@
-//! Automatic dataset routing (seed 003, spec/routing.md Part B): an
+//! Automatic dataset routing (docs/recall.md, "The graph lane", step 3): an
 //! unscoped graph search over several readable datasets searches only the
 //! datasets whose global-context rows are close to the question.
 //!

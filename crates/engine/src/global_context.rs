@@ -1,4 +1,4 @@
-//! The global context index of seed 003, built without an LLM from the
+//! The global context index (docs/ingestion.md), built without an LLM from the
 //! entities already in the graph: one root summary per dataset (entity
 //! types, the most widespread entities, the documents) and one bucket per
 //! document (its characteristic entities by TF-IDF and the relations among

@@ -1,4 +1,4 @@
-//! One search payload becomes N result items (spec/recall.md §10.1).
+//! One search payload becomes N result items (docs/retrievers.md, "Result items").
 
 use recall_core::{Dataset, ResponseGraphEntry, SearchType};
 use recall_retrievers::evidence::EvidenceReference;

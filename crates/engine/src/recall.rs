@@ -1,6 +1,6 @@
 //! `recall()`: validation, dataset resolution, search-type choice, the
 //! per-dataset fan-out through the retriever registry, and result assembly
-//! (spec/recall.md §2–5, §10, retrievers.md §1).
+//! (docs/recall.md; docs/retrievers.md).
 
 use std::time::Instant;
 
@@ -44,11 +44,11 @@ pub struct RecallRequest {
     pub system_prompt: Option<String>,
     /// A built-in prompt name or a file; used when `system_prompt` is unset.
     pub system_prompt_path: Option<String>,
-    /// The `Evidence:` block and `metadata.evidence` (retrievers.md §12).
+    /// The `Evidence:` block and `metadata.evidence` (docs/retrievers.md).
     pub include_references: bool,
     /// JSON Schema for structured answers (the `response_model` of Cognee).
     pub response_schema: Option<Value>,
-    /// Extra per-type settings (seed 002), e.g. `chunks_top_k`, `max_iter`.
+    /// Extra per-type settings (docs/retrievers.md, "Options on every type"), e.g. `chunks_top_k`, `max_iter`.
     pub retriever_specific_config: Map<String, Value>,
     /// Graph family only; rejected on HYBRID_COMPLETION.
     pub wide_search_top_k: Option<i64>,
@@ -59,7 +59,7 @@ pub struct RecallRequest {
     /// k-hop projection; makes HYBRID_COMPLETION defer to GRAPH_COMPLETION.
     pub neighborhood_depth: Option<i64>,
     pub neighborhood_seed_top_k: Option<i64>,
-    /// Lanes to search (spec/recall.md §2); `None` is `["auto"]`.
+    /// Lanes to search (docs/recall.md, "Scopes and lanes"); `None` is `["auto"]`.
     pub scope: Option<Vec<String>>,
     /// Turns on the session lanes.
     pub session_id: Option<String>,
@@ -528,7 +528,7 @@ impl Engine {
         })
     }
 
-    /// The graph lane (spec/recall.md §3.4): type choice, strict dataset
+    /// The graph lane (docs/recall.md, "The graph lane"): type choice, strict dataset
     /// resolution, dataset routing, the warm-up guard, the search with the
     /// retry-once rule.
     async fn graph_lane(
@@ -621,7 +621,7 @@ impl Engine {
     }
 
     /// Dataset routing applies to an unscoped request over several readable
-    /// datasets (routing.md B.1).
+    /// datasets (docs/recall.md, "The graph lane", step 3).
     fn routes_datasets(&self, request: &RecallRequest, readable: &[Dataset]) -> bool {
         let unscoped = request.datasets.as_ref().is_none_or(Vec::is_empty)
             && request.dataset_ids.as_ref().is_none_or(Vec::is_empty);
@@ -678,7 +678,7 @@ impl Engine {
         self.collect_payloads(datasets, outcomes, search_type, request.only_context).await
     }
 
-    /// Records the search (spec/recall.md §11): a question and an answer row
+    /// Records the search (docs/recall.md, "The graph lane", step 7): a question and an answer row
     /// per searched dataset, under the type that finally ran. A failing write
     /// fails the recall.
     pub(crate) async fn log_history(
@@ -755,7 +755,7 @@ impl Engine {
         }
     }
 
-    /// The retriever-factory checks that need no I/O (retrievers.md §1.4).
+    /// The retriever-factory checks that need no I/O (docs/retrievers.md).
     fn check_search_type(&self, search_type: SearchType, request: &RecallRequest) -> Result<()> {
         if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
             return Err(RecallError::SearchTypeDisabled(search_type));
@@ -795,7 +795,7 @@ impl Engine {
 
     /// The type that actually runs on this dataset: FEELING_LUCKY resolved
     /// by the LLM, HYBRID_COMPLETION deferred to GRAPH_COMPLETION where it
-    /// cannot run (spec/recall.md §9).
+    /// cannot run (docs/recall.md, "The graph lane").
     async fn effective_type(
         &self,
         ctx: &RetrievalContext,

@@ -1,4 +1,4 @@
-//! `scope` (spec/recall.md §2): normalisation, validation and the sources
+//! `scope` (docs/recall.md, "Scopes and lanes"): normalisation, validation and the sources
 //! (lanes) a recall runs, in order. Pure functions, no I/O.
 
 use recall_core::{RecallError, Result};
@@ -104,7 +104,7 @@ pub struct ScopeInputs {
     pub code_query_given: bool,
 }
 
-/// The lanes, in order, and the short-circuit flag (spec/recall.md §2 steps 4–7).
+/// The lanes, in order, and the short-circuit flag (docs/recall.md, "Scopes and lanes").
 pub fn plan(scope: &[String], inputs: ScopeInputs) -> Result<Plan> {
     let (mut names, short_circuit): (Vec<&str>, bool) = if scope.len() == 1 && scope[0] == "auto" {
         match (inputs.session_id_set, inputs.query_type_pinned, inputs.datasets_given) {

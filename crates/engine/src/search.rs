@@ -1,4 +1,4 @@
-//! The legacy `search()` (seed 002, spec/http-api.md §4): one explicit
+//! The legacy `search()` (docs/recall.md, "Legacy search()"): one explicit
 //! search type over the datasets, with `search()`'s own checks in Cognee's
 //! order and its backwards-compatible result shape. No router, no warm-up
 //! guard, no skill gate, no session lanes, no retry.
@@ -101,14 +101,14 @@ impl SearchRequest {
         self
     }
 
-    /// `search()`'s own checks, in Cognee's order (http-api.md §4.2 steps
+    /// `search()`'s own checks, in Cognee's order (docs/recall.md, "Legacy search()"; steps
     /// 1–7), then the checks it shares with recall. No I/O.
     pub fn validate(&self) -> Result<()> {
         self.check_search_parameters()?;
         self.as_recall().validate().map(|_| ())
     }
 
-    /// The checks recall does not have (http-api.md §4.2 steps 2–7).
+    /// The checks recall does not have (docs/recall.md, "Legacy search()").
     fn check_search_parameters(&self) -> Result<()> {
         for (name, error, value) in [
             ("neighborhood_depth", "InvalidNeighborhoodDepth", self.neighborhood_depth),
@@ -233,7 +233,7 @@ fn verbose_result(p: &SearchResultPayload) -> Map<String, Value> {
     m
 }
 
-/// `_backwards_compatible_search_results` (http-api.md §4.3).
+/// `_backwards_compatible_search_results` (docs/recall.md, "Legacy search()").
 fn shape(payloads: &[SearchResultPayload], verbose: bool, access_control: bool) -> Vec<Value> {
     if !access_control {
         let results: Vec<Value> = payloads

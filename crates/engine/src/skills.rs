@@ -1,5 +1,5 @@
 //! Skills: ingestion of `SKILL.md` playbooks into a dataset, and the skill
-//! gate's SKILLS lookup during recall (spec/skills.md §5–8).
+//! gate's SKILLS lookup during recall (docs/recall.md, "Skills").
 
 use std::path::{Path, PathBuf};
 
@@ -144,7 +144,7 @@ impl Engine {
         Ok(skills)
     }
 
-    /// Whether the skill gate runs for this request (spec/skills.md §5):
+    /// Whether the skill gate runs for this request (docs/recall.md, "When the gate fires"):
     /// enabled, graph in scope, not only_context, the caller's type not
     /// SKILLS or AGENTIC_COMPLETION, and the rules fire.
     pub(crate) fn skill_gate_applies(&self, request: &RecallRequest, graph_in_scope: bool) -> bool {

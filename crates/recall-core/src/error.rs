@@ -1,4 +1,4 @@
-//! The public error catalogue (spec/recall.md §12). Each error carries its
+//! The public error catalogue (docs/errors.md). Each error carries its
 //! public message (its `Display`), its Cognee class name and its HTTP status.
 
 use std::error::Error as StdError;

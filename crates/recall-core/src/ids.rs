@@ -55,7 +55,7 @@ pub fn edge_object_id(source: Uuid, relationship_name: &str, target: Uuid) -> Uu
 
 /// The key of an edge's type: `EdgeType.id_for(edge_text or relationship_name)`,
 /// the id of its row in the `EdgeType_relationship_name` collection, through
-/// which an edge matches a vector hit (spec/retrievers.md §2.1 step 8).
+/// which an edge matches a vector hit (docs/retrievers.md, "brute_force_triplet_search").
 pub fn edge_type_key(edge_text: Option<&str>, relationship_name: &str) -> Uuid {
     id_for("EdgeType", &[edge_text.unwrap_or(relationship_name)])
 }

@@ -1,4 +1,4 @@
-//! Domain types from spec/data-model.md: the data points memory is made of,
+//! Domain types (docs/ingestion.md): the data points memory is made of,
 //! and the relational records that describe datasets, data and pipeline runs.
 
 use serde::{Deserialize, Serialize};
@@ -193,7 +193,7 @@ pub struct Edge {
     pub source_node_id: Uuid,
     pub target_node_id: Uuid,
     pub relationship_name: String,
-    /// Always non-blank once stored (data-model.md §3.1).
+    /// Always non-blank once stored.
     pub edge_text: Option<String>,
     /// Default properties (edge_object_id, feedback_weight, updated_at, …) and any extra ones.
     #[serde(default)]
@@ -344,7 +344,7 @@ pub struct PipelineRun {
 }
 
 /// Whether a set of datasets has a built knowledge graph (the warm-up probe,
-/// spec/recall.md §6.2).
+/// docs/recall.md, "The graph lane", step 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GraphBuildStatus {
     Warm,
@@ -426,7 +426,7 @@ pub mod collections {
     pub const EDGE_TYPE_RELATIONSHIP_NAME: &str = "EdgeType_relationship_name";
     pub const TRIPLET_TEXT: &str = "Triplet_text";
     pub const GLOBAL_CONTEXT_SUMMARY_TEXT: &str = "GlobalContextSummary_text";
-    /// The routing collection shared by every dataset (seed 003): a mirror of
+    /// The routing collection shared by every dataset (docs/recall.md, "The graph lane", step 3): a mirror of
     /// the global context index rows, keyed by ids derivable from relational
     /// metadata (dataset id for the root, data ids for buckets).
     pub const DATASET_ROUTING: &str = "DatasetRouting_text";

@@ -21,7 +21,7 @@ pub type EdgeKey = (Uuid, String, Uuid);
 
 /// Which edge properties a graph read returns. Ingestion, forget and exports
 /// read every property; a graph search reads only those Cognee's memory
-/// fragment projects (spec/retrievers.md §2.1 step 7), so a store may skip
+/// fragment projects (docs/retrievers.md, "brute_force_triplet_search"), so a store may skip
 /// reading the rest: an entity-to-entity edge carries the ids of every
 /// document that stated it (`document_ids`, often kilobytes), which no
 /// search uses. `relationship_name` and `edge_text` are fields, always read.
@@ -316,7 +316,7 @@ pub struct EmbeddingSpec {
 }
 
 /// One vector row: the embedded data point's id, its vector and its payload
-/// (the "index row" of spec/data-model.md §1: text, document_id, …).
+/// (the "index row" of docs/ingestion.md: text, document_id, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VectorRecord {
     pub id: Uuid,
@@ -526,7 +526,7 @@ pub trait PipelineRunStore: Send + Sync {
     /// Runs of one dataset, oldest first.
     async fn list_runs(&self, dataset: DatasetId) -> Result<Vec<PipelineRun>>;
 
-    /// The graph-build state of these datasets (spec/recall.md §6.2). The
+    /// The graph-build state of these datasets (docs/recall.md, "The graph lane", step 4). The
     /// default reads every run; adapters answer it with one indexed query.
     async fn graph_build_status(&self, datasets: &[DatasetId]) -> Result<crate::GraphBuildStatus> {
         let mut runs = Vec::new();
@@ -539,7 +539,7 @@ pub trait PipelineRunStore: Send + Sync {
     async fn delete_dataset_runs(&self, dataset: DatasetId) -> Result<()>;
 }
 
-/// Search history (spec/recall.md §11): the `queries` and `results` tables.
+/// Search history (docs/recall.md, "The graph lane", step 7): the `queries` and `results` tables.
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
 pub trait SearchHistoryStore: Send + Sync {
@@ -578,7 +578,7 @@ impl RelationalPorts {
 // Session memory
 // ---------------------------------------------------------------------------
 
-/// The session lanes of `recall()` (spec/recall.md §3.1–3.3). The sessions
+/// The session lanes of `recall()` (docs/recall.md, "Scopes and lanes"). The sessions
 /// crate implements it; an engine without one (caching off) gets no session
 /// results.
 #[cfg_attr(feature = "test-utils", mockall::automock)]

@@ -1,5 +1,5 @@
 //! What `recall()` returns: a list of entries discriminated by `source`
-//! (spec/recall.md §10, seed 000 "Return value").
+//! (docs/retrievers.md, "Result items").
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

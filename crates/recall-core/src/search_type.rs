@@ -1,4 +1,4 @@
-//! Every search type of Cognee 1.6.5 (spec/retrievers.md §0), serialised as its
+//! Every search type of Cognee 1.6.5 (docs/retrievers.md, "The types"), serialised as its
 //! SCREAMING_SNAKE name.
 
 use serde::{Deserialize, Serialize};
@@ -82,7 +82,7 @@ impl SearchType {
         }
     }
 
-    /// The `kind` of a result item produced by this type (spec/recall.md §10.1).
+    /// The `kind` of a result item produced by this type (docs/retrievers.md, "Result items").
     pub fn result_kind(self) -> &'static str {
         match self {
             SearchType::GraphCompletion

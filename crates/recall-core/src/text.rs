@@ -1,6 +1,6 @@
 //! Text helpers shared by retrievers and embedders (pure functions).
 
-/// Cognee's `DEFAULT_STOP_WORDS` (spec/retrievers.md §2.2).
+/// Cognee's `DEFAULT_STOP_WORDS` (docs/retrievers.md, "CHUNKS_LEXICAL: BM25").
 pub const DEFAULT_STOP_WORDS: &[&str] = &[
     "a", "an", "the", "and", "or", "but", "is", "are", "was", "were", "in", "on", "at", "to", "for", "with", "by",
     "about", "of", "from", "as", "that", "this", "these", "those", "it", "its", "them", "they", "their", "he", "she",

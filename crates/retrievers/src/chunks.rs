@@ -1,4 +1,4 @@
-//! CHUNKS: vector search over `DocumentChunk_text` (spec/retrievers.md §8).
+//! CHUNKS: vector search over `DocumentChunk_text` (docs/retrievers.md, "The types").
 
 use async_trait::async_trait;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;

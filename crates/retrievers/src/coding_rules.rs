@@ -1,4 +1,4 @@
-//! CODING_RULES (retrievers.md §16): the `text` of every node in the named
+//! CODING_RULES (docs/retrievers.md): the `text` of every node in the named
 //! node sets (default `coding_agent_rules`), in node-set order. The query
 //! is not used.
 

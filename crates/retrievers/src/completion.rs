@@ -1,5 +1,5 @@
 //! The single-prompt completion step shared by every generative retriever
-//! (retrievers.md §1.6): the system prompt, the rendered user prompt, the LLM
+//! (docs/retrievers.md): the system prompt, the rendered user prompt, the LLM
 //! call, structured output validated against its schema, and references.
 
 use recall_core::ports::{ChatRequest, LlmClient};

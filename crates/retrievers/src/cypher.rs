@@ -1,4 +1,4 @@
-//! CYPHER and NATURAL_LANGUAGE (retrievers.md §11). Both need a graph store
+//! CYPHER and NATURAL_LANGUAGE (docs/retrievers.md). Both need a graph store
 //! that speaks Cypher; the engine refuses them unless ALLOW_CYPHER_QUERY is
 //! set. Queries run with the parameter `$dataset_id` bound to the dataset
 //! being searched.

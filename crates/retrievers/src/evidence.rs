@@ -1,4 +1,4 @@
-//! References (`include_references`, retrievers.md §12): the `Evidence:` text
+//! References (`include_references`, docs/retrievers.md): the `Evidence:` text
 //! block appended to answers and the structured `metadata.evidence` entries.
 
 use std::collections::HashSet;
@@ -29,7 +29,7 @@ pub struct EvidenceReference {
     pub score: Option<f64>,
 }
 
-/// The stop words removed from answer terms (retrievers.md §12.1).
+/// The stop words removed from answer terms (docs/retrievers.md).
 const EVIDENCE_STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "an", "and", "any", "are", "as", "at", "be", "because",
     "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do", "does", "doing", "down",
@@ -92,7 +92,7 @@ fn ids_suffix(data_id: Option<&str>, chunk_id: Option<&str>) -> String {
     }
 }
 
-/// The chunk `Evidence:` block for a string answer (§12.1), or `None` when
+/// The chunk `Evidence:` block for a string answer, or `None` when
 /// nothing usable overlaps the answer.
 pub fn chunk_evidence_block(answer: &str, chunks: &[Value]) -> Option<String> {
     let terms = answer_terms(answer);
@@ -157,7 +157,7 @@ pub fn source_ref_key(dataset_id: &str, data_id: &str) -> String {
     format!("source_ref:v1:{dataset_id}:{data_id}")
 }
 
-/// One `segment` reference per retrieved chunk (RAG_COMPLETION, §12.2).
+/// One `segment` reference per retrieved chunk (RAG_COMPLETION).
 pub fn chunk_segments(chunks: &[Value], dataset_id: &str) -> Vec<EvidenceReference> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! HYBRID_COMPLETION (seed 002; retrievers.md §10; spec/decisions.md): three
+//! HYBRID_COMPLETION (docs/retrievers.md, "HYBRID_COMPLETION"): three
 //! channels in one context — BM25 lexical chunks and vector chunks (with
 //! chunk summaries as a ranking signal) fused by reciprocal rank and
 //! de-duplicated to `chunks_top_k`; matched entities with ordered edge

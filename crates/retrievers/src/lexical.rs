@@ -1,4 +1,4 @@
-//! CHUNKS_LEXICAL (retrievers.md §7): Okapi BM25 over the dataset's
+//! CHUNKS_LEXICAL (docs/retrievers.md): Okapi BM25 over the dataset's
 //! `DocumentChunk` graph nodes, with Cognee's exact tokenizer (`\w+` on the
 //! lower-cased text, stop words removed), k1 = 1.5, b = 0.75 and
 //! idf = ln(1 + (N − df + 0.5) / (df + 0.5)).
@@ -239,7 +239,7 @@ mod tests {
         Bm25Index::build(texts.iter().enumerate().map(|(i, t)| (json!({"i": i}), t.to_string())))
     }
 
-    /// The formula of §7, computed directly by scanning, to check the index against.
+    /// The BM25 formula (docs/retrievers.md), computed directly by scanning, to check the index against.
     fn reference_score(texts: &[&str], query: &str, doc: usize) -> f64 {
         let docs: Vec<Vec<String>> = texts.iter().map(|t| bm25_tokens(t)).filter(|d| !d.is_empty()).collect();
         let n = docs.len() as f64;

@@ -1,5 +1,5 @@
 //! Retrievers: one module per search type, each implementing the three-step
-//! interface of seed 002 (`get_retrieved_objects` → `get_context_from_objects`
+//! interface of docs/retrievers.md (`get_retrieved_objects` → `get_context_from_objects`
 //! → `get_completion_from_context`), and the registry that maps a search type
 //! to its retriever.
 
@@ -104,7 +104,7 @@ pub struct RetrieverOptions {
     /// Template sources of the prompt files this request names, by the path
     /// as given ([`prompts::load_with`]).
     pub prompt_files: std::collections::BTreeMap<String, String>,
-    /// Append the `Evidence:` block and fill `metadata.evidence` (retrievers.md §12).
+    /// Append the `Evidence:` block and fill `metadata.evidence` (docs/retrievers.md).
     pub include_references: bool,
     /// JSON Schema of a structured answer: completions are requested with it and
     /// validated against it before they are returned.
@@ -119,7 +119,7 @@ pub struct RetrieverOptions {
     pub neighborhood_depth: Option<usize>,
     /// Graph family: how many seeds grow the k-hop neighbourhood (`None`: all).
     pub neighborhood_seed_top_k: Option<usize>,
-    /// Extra per-type settings (`chunks_top_k`, `max_iter`, …; seed 002).
+    /// Extra per-type settings (`chunks_top_k`, `max_iter`, …; docs/retrievers.md).
     pub retriever_specific_config: Map<String, Value>,
 }
 
@@ -255,7 +255,7 @@ pub trait Retriever: Send + Sync {
     }
 
     /// Structured references to what was placed in the context
-    /// (`metadata.evidence`, retrievers.md §12.2). Default: none.
+    /// (`metadata.evidence`, docs/retrievers.md). Default: none.
     async fn get_context_evidence(
         &self,
         _ctx: &RetrievalContext,

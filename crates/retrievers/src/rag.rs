@@ -1,4 +1,4 @@
-//! RAG_COMPLETION (CompletionRetriever, retrievers.md §6): chunk vector
+//! RAG_COMPLETION (CompletionRetriever, docs/retrievers.md): chunk vector
 //! search, passages joined by newlines, one LLM answer.
 
 use async_trait::async_trait;

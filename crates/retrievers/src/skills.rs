@@ -1,4 +1,4 @@
-//! SKILLS (spec/skills.md §6): the dataset's skill playbooks nearest to the
+//! SKILLS (docs/recall.md, "Skills"): the dataset's skill playbooks nearest to the
 //! question, as metadata only. Non-generative: no LLM call.
 
 use std::collections::HashSet;

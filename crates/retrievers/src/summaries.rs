@@ -1,5 +1,5 @@
 //! SUMMARIES: vector search over `TextSummary_text`, without a node filter
-//! (retrievers.md §8).
+//! (docs/retrievers.md).
 
 use async_trait::async_trait;
 use recall_core::model::collections::TEXT_SUMMARY_TEXT;

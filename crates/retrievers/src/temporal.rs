@@ -1,4 +1,4 @@
-//! TEMPORAL (spec/decisions.md; retrievers.md §9): hybrid candidates
+//! TEMPORAL (docs/retrievers.md, "TEMPORAL"): hybrid candidates
 //! re-ranked by overlap with the question's time window. The window comes
 //! from the LLM when one is configured (asked concurrently with the
 //! candidate fetch), else — or when it finds none — from rules for absolute

@@ -1,4 +1,4 @@
-//! TRIPLET_COMPLETION (seed 002; spec/decisions.md): vector search over the
+//! TRIPLET_COMPLETION (docs/retrievers.md, "The types"): vector search over the
 //! precomputed `Triplet_text` collection, no graph expansion, one LLM answer.
 
 use async_trait::async_trait;

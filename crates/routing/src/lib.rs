@@ -1,4 +1,4 @@
-//! The query router (spec/routing.md Part A): a pure function from the
+//! The query router (docs/routing.md): a pure function from the
 //! question to a search type, with no I/O and no LLM call. Three ordered rules
 //! and a default:
 //!
@@ -93,7 +93,7 @@ fn python_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
-/// Chooses a search type for `query` (spec/routing.md A.3).
+/// Chooses a search type for `query` (docs/routing.md).
 pub fn route_query(query: &str) -> RouteDecision {
     let q = python_strip(query);
     let (search_type, rule) = if matches(&QUOTED, q) {
@@ -119,7 +119,7 @@ mod tests {
         assert!(TIME_SCOPED.is_some(), "{}", time_scoped_pattern());
     }
 
-    /// The examples of spec/routing.md A.5, computed by running Cognee 1.6.5's rules.
+    /// Examples computed by running Cognee 1.6.5's rules (docs/routing.md).
     #[test]
     fn spec_examples() {
         use SearchType::*;

@@ -1,4 +1,4 @@
-//! The skill gate (spec/skills.md §1–3): a pure, rule-based check of
+//! The skill gate (docs/recall.md, "The skill gate (rules)"): a pure, rule-based check of
 //! whether a question asks for a procedure, so recall() also searches the
 //! dataset's skills. Weighted English and Chinese rules, each counted once,
 //! its first match negated by a negator in the 20 characters before it;
@@ -115,7 +115,7 @@ pub fn gate_enabled(value: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
-    /// spec/skills.md §4, every example: (query, score, fires, fragments).
+    /// every example of the gate's rules (docs/recall.md, "The skill gate (rules)"): (query, score, fires, fragments).
     const EXAMPLES: &[(&str, f64, bool, &[&str])] = &[
         ("How do I rotate the API key?", 5.0, true, &["How do I", "rotate"]),
         ("how to deploy the service", 5.0, true, &["how to", "deploy"]),

@@ -1,4 +1,4 @@
-//! The Skill data point (spec/skills.md §8): a procedure playbook read from a
+//! The Skill data point (docs/recall.md, "Skills"): a procedure playbook read from a
 //! `SKILL.md`-style file — YAML front matter (name, description, version,
 //! tags, license, maintainer, tools) and a Markdown body (the procedure).
 //! Only `search_text` is embedded; recall returns metadata, never the body.
@@ -214,8 +214,7 @@ impl Skill {
     }
 }
 
-/// The metadata-only projection of a stored skill payload (spec/skills.md
-/// §6): never `procedure`, `skill_text` or `search_text`. Missing strings
+/// The metadata-only projection of a stored skill payload (docs/recall.md, "Skills"): never `procedure`, `skill_text` or `search_text`. Missing strings
 /// are `""`, lists are lists of strings.
 pub fn project_metadata(payload: &Map<String, Value>, fallback_id: &str) -> Map<String, Value> {
     let string = |key: &str| payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();

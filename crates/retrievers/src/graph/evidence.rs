@@ -1,4 +1,4 @@
-//! Structured evidence for the graph family (retrievers.md §12.2): the nodes
+//! Structured evidence for the graph family (docs/retrievers.md): the nodes
 //! and edges placed in the context, then the source chunks that support each
 //! edge. Cognee reads those from an "edge-evidence sidecar" table; here they
 //! come from the graph itself: a chunk endpoint supports its edge, and an

@@ -1,4 +1,4 @@
-//! The graph-completion family (retrievers.md §2–5, §14): GRAPH_COMPLETION,
+//! The graph-completion family (docs/retrievers.md): GRAPH_COMPLETION,
 //! GRAPH_COMPLETION_COT, GRAPH_COMPLETION_CONTEXT_EXTENSION,
 //! GRAPH_SUMMARY_COMPLETION and GRAPH_COMPLETION_DECOMPOSITION.
 

@@ -1,4 +1,4 @@
-//! Triplets to the "Nodes: / Connections:" context string (retrievers.md §2.2).
+//! Triplets to the "Nodes: / Connections:" context string (docs/retrievers.md).
 
 use std::collections::{HashMap, HashSet};
 

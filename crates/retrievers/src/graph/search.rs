@@ -1,4 +1,4 @@
-//! `brute_force_triplet_search` (retrievers.md §2.1): one query embedding,
+//! `brute_force_triplet_search` (docs/retrievers.md): one query embedding,
 //! every graph collection searched concurrently, a projection around the
 //! seeds, distances mapped onto nodes and edges, triplets scored and the
 //! `top_k` closest kept.
@@ -69,8 +69,7 @@ pub struct TripletSearch {
     pub node_filter: Option<NodeSetFilter>,
 }
 
-/// The edge properties of the memory fragment (spec/retrievers.md §2.1 step
-/// 7; `relationship_name` and `edge_text` are fields of every edge). The last,
+/// The edge properties of the memory fragment (docs/retrievers.md, "brute_force_triplet_search"; `relationship_name` and `edge_text` are fields of every edge). The last,
 /// `feedback_weight`, is projected only when feedback_influence > 0.
 const FRAGMENT_EDGE_PROPERTIES: &[&str] =
     &["edge_object_id", "conflict_marks", "conflict_marks_json", "effective_date", "feedback_weight"];
@@ -320,7 +319,7 @@ fn node_score(n: &NodeSketch, node_distance: &HashMap<Uuid, f64>, params: &Tripl
     element_score(d, weight(n.importance_weight.as_ref()), weight(n.feedback_weight.as_ref()), params)
 }
 
-/// One element's contribution (retrievers.md §2.1 step 10).
+/// One element's contribution (docs/retrievers.mdstep 10).
 fn element_score(distance: f64, importance: f64, feedback: f64, params: &TripletSearch) -> f64 {
     let mut d = (2.0 - importance) * distance;
     let fi = params.feedback_influence;
