@@ -1,25 +1,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The `recall` binary, run as a user would: exit codes, stdout, stderr.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use common::recall;
 
-fn recall(data_dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_recall"))
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        // A developer's own settings must not leak into the test.
-        .env_remove("LLM_API_KEY")
-        .env_remove("EMBEDDING_API_KEY")
-        .env_remove("EMBEDDING_ENDPOINT")
-        .env_remove("RECALL_CHUNK_SIZE")
-        .env_remove("RECALL_USER")
-        .output()
-        .unwrap()
-}
+use serde_json::Value;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()

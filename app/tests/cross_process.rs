@@ -4,24 +4,16 @@
 //! remembered, through the vector search cache and the BM25 index alike, and
 //! never returns what it forgot (docs/backends.md, "Data versions").
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use recall::{build_engine, caller, OpenMode, Settings};
 use recall_core::{RecallResponse, SearchType};
 use recall_engine::{RecallRequest, RememberInput};
 
 fn other_process(data_dir: &Path, args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .env_remove("LLM_API_KEY")
-        .env_remove("EMBEDDING_API_KEY")
-        .env_remove("EMBEDDING_ENDPOINT")
-        .env_remove("RECALL_USER")
-        .output()
-        .unwrap();
+    let out = common::recall(data_dir, args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

@@ -9,7 +9,6 @@ use std::path::Path;
 use recall::{build_engine, OpenMode, Settings};
 use recall_core::{DatasetId, Permission, RecallError, RecallResponse, SearchType, User};
 use recall_engine::{Engine, RecallRequest, RememberInput, SearchRequest};
-use sea_orm::{ConnectionTrait, Database};
 
 const ALICE_TEXT: &str = "The vault under the old mill opens with the code four seven one one.";
 const BOB_TEXT: &str = "Tulips and daffodils grow in the garden behind the bakery.";
@@ -162,31 +161,16 @@ async fn two_users_are_isolated_on_sqlite() {
     two_users_with_same_named_datasets(&engine).await;
 }
 
-const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_users_are_isolated_on_postgres() {
-    let admin_url = std::env::var("RECALL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_ADMIN_URL.into());
-    let admin = match Database::connect(&admin_url).await {
-        Ok(c) => c,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("PostgreSQL at {admin_url} is unreachable in CI: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: access on Postgres: no server at {admin_url}: {e}");
-            return;
-        }
-    };
-    let name = format!("recall_test_access_{}", uuid::Uuid::new_v4().simple());
-    admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap();
+    let Some((url, name)) = recall_conformance::postgres::throwaway_database("access").await else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings(dir.path());
-    settings.db_url = format!("{base}/{name}").into();
+    settings.db_url = url.into();
     {
         let (engine, active) = build_engine(&settings, OpenMode::Create).await.unwrap();
         assert!(active.relational.starts_with("Postgres"), "{}", active.relational);
         two_users_with_same_named_datasets(&engine).await;
     }
-    admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    recall_conformance::postgres::drop_database(&name).await;
 }

@@ -73,7 +73,7 @@ async fn remember_then_recall_chunks_end_to_end() {
     assert_eq!(planets[0].metadata["document_name"], "solar-system.md");
 
     // The chunk id in metadata names a real chunk node in the graph.
-    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>();
+    let ds = my_datasets(&engine).await;
     assert_eq!(ds.len(), 1);
     let chunk_id = uuid::Uuid::parse_str(top.metadata["chunk_id"].as_str().unwrap()).unwrap();
     let nodes = engine.graph().get_nodes(ds[0].id, &[chunk_id]).await.unwrap();
@@ -86,8 +86,7 @@ async fn remembering_the_same_content_twice_adds_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), OpenMode::Create).await.unwrap();
     let first = engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
-    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>()[0]
-        .clone();
+    let ds = my_datasets(&engine).await[0].clone();
     let graph_before = engine.graph().get_graph(ds.id).await.unwrap();
     let vectors_before = engine.vectors().count(ds.id, DOCUMENT_CHUNK_TEXT).await.unwrap();
     assert_eq!(engine.graph().nodes_by_type(ds.id, "TextDocument").await.unwrap().len(), 4);
@@ -143,17 +142,7 @@ async fn bad_requests_get_typed_errors_and_write_nothing() {
     let err = engine.remember(&me(&engine).await, "docs", &inputs).await.unwrap_err();
     assert!(matches!(err, RecallError::UnsupportedFileType { .. }), "{err:?}");
     assert!(err.to_string().contains(".pdf"));
-    assert!(
-        engine
-            .datasets(&me(&engine).await)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|l| l.dataset)
-            .collect::<Vec<_>>()
-            .is_empty(),
-        "no dataset was created"
-    );
+    assert!(my_datasets(&engine).await.is_empty(), "no dataset was created");
 
     engine.remember(&me(&engine).await, "docs", &sample_files()).await.unwrap();
 
@@ -209,31 +198,13 @@ async fn datasets_scope_results_and_forget_removes_everything() {
     assert_eq!(names, vec!["bees", "bread"], "one payload per dataset, in dataset order");
     assert_eq!(graph_entries(&both)[0].metadata["document_name"], "honeybees.txt");
 
-    let bees = engine
-        .datasets(&me(&engine).await)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|l| l.dataset)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .find(|d| d.name == "bees")
-        .unwrap();
+    let bees = my_datasets(&engine).await.into_iter().find(|d| d.name == "bees").unwrap();
     engine.forget_dataset(&me(&engine).await, "bees").await.unwrap();
     assert_eq!(engine.graph().count(bees.id).await.unwrap(), (0, 0));
     assert_eq!(engine.vectors().count(bees.id, DOCUMENT_CHUNK_TEXT).await.unwrap(), 0);
     assert_eq!(engine.relational().data.count_data(bees.id).await.unwrap(), 0);
     assert!(engine.relational().runs.list_runs(bees.id).await.unwrap().is_empty());
-    let left: Vec<String> = engine
-        .datasets(&me(&engine).await)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|l| l.dataset)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
+    let left: Vec<String> = my_datasets(&engine).await.into_iter().map(|d| d.name).collect();
     assert_eq!(left, vec!["bread"]);
     let err = engine.recall(&me(&engine).await, &RecallRequest::new("waggle").datasets(["bees"])).await.unwrap_err();
     assert!(matches!(err, RecallError::DatasetNotFound { .. }));
@@ -294,4 +265,10 @@ async fn data_survives_reopening_the_store() {
 /// The user these calls act for (created on first use).
 async fn me(engine: &recall_engine::Engine) -> recall_core::User {
     engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
+}
+
+/// The datasets the test user can see.
+async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
+    let user = me(engine).await;
+    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }

@@ -537,14 +537,7 @@ async fn binary_and_empty_files_are_typed_errors_that_write_nothing() {
         assert_eq!(err.http_status(), 400);
         assert!(err.to_string().contains(needle), "{err}");
     }
-    assert!(engine
-        .datasets(&me(&engine).await)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|l| l.dataset)
-        .collect::<Vec<_>>()
-        .is_empty());
+    assert!(my_datasets(&engine).await.is_empty());
 }
 
 /// The same exact-graph check with the Neo4j graph adapter (FalkorDB's Bolt
@@ -587,4 +580,10 @@ async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
 /// The user these calls act for (created on first use).
 async fn me(engine: &recall_engine::Engine) -> recall_core::User {
     engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
+}
+
+/// The datasets the test user can see.
+async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
+    let user = me(engine).await;
+    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }

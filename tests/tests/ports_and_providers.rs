@@ -58,8 +58,7 @@ async fn a_failed_build_is_recorded_and_redone_on_the_next_remember() {
         .unwrap_err();
     assert!(matches!(err, RecallError::Provider(_)));
 
-    let ds = engine.datasets(&me(&engine).await).await.unwrap().into_iter().map(|l| l.dataset).collect::<Vec<_>>()[0]
-        .clone();
+    let ds = my_datasets(&engine).await[0].clone();
     let runs = engine.relational().runs.list_runs(ds.id).await.unwrap();
     let cognify: Vec<_> = runs.iter().filter(|r| r.pipeline_name == "cognify_pipeline").collect();
     assert_eq!(cognify.len(), 2);
@@ -189,4 +188,10 @@ async fn remember_and_recall_through_an_openai_compatible_embedding_endpoint() {
 /// The user these calls act for (created on first use).
 async fn me(engine: &recall_engine::Engine) -> recall_core::User {
     engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
+}
+
+/// The datasets the test user can see.
+async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
+    let user = me(engine).await;
+    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }

@@ -10,34 +10,8 @@ use std::sync::Arc;
 
 use recall_conformance::{graph_store_conformance, relational_store_conformance};
 use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore};
-use sea_orm::{ConnectionTrait, Database};
 
-const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-/// A throwaway database, or `None` (after saying so) when no server is reachable outside CI.
-async fn throwaway_database(tag: &str) -> Option<(String, String)> {
-    let admin_url = std::env::var("RECALL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_ADMIN_URL.into());
-    let admin = match Database::connect(&admin_url).await {
-        Ok(c) => c,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("PostgreSQL at {admin_url} is unreachable in CI: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: PostgreSQL conformance ({tag}): no server at {admin_url}: {e}");
-            return None;
-        }
-    };
-    let name = format!("recall_test_{}_{}", tag, uuid::Uuid::new_v4().simple());
-    admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap();
-    Some((format!("{base}/{name}"), name))
-}
-
-async fn drop_database(name: &str) {
-    let admin_url = std::env::var("RECALL_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_ADMIN_URL.into());
-    let admin = Database::connect(&admin_url).await.unwrap();
-    admin.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-}
+use recall_conformance::postgres::{drop_database, throwaway_database};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_graph_store_conforms() {

@@ -4,6 +4,8 @@
 //! may share one backend (one database, one LanceDB directory).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod postgres;
+
 use std::sync::Arc;
 
 use recall_core::ports::{
