@@ -262,8 +262,8 @@ impl SearchArgs {
                 RecallError::invalid_input(format!("cannot read the response schema '{}': {e}", path.display()))
             })?;
             let schema = serde_json::from_str(&text).map_err(|e| RecallError::Validation {
-                name: "InvalidResponseSchemaError",
-                message: format!("Invalid response schema: '{}' is not JSON: {e}", path.display()),
+                name: "CogneeValidationError",
+                message: format!("response_schema: '{}' is not JSON: {e}", path.display()),
             })?;
             request.response_schema = Some(schema);
         }

@@ -271,7 +271,15 @@ fn every_search_option_is_on_the_command_line() {
     let schema = d.join("schema.json");
     std::fs::write(&schema, "{not json").unwrap();
     let o = recall(d, &["recall", "x", "--type", "RAG_COMPLETION", "--response-schema", schema.to_str().unwrap()]);
-    assert!(stderr(&o).contains("[InvalidResponseSchemaError] (HTTP 422)"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("[CogneeValidationError] (HTTP 422): response_schema: "), "{}", stderr(&o));
+    std::fs::write(&schema, r#"{"type": "object", "properties": {"a": {"allOf": []}}}"#).unwrap();
+    let o = recall(d, &["recall", "x", "--type", "RAG_COMPLETION", "--response-schema", schema.to_str().unwrap()]);
+    assert!(
+        stderr(&o)
+            .contains("[CogneeValidationError] (HTTP 422): response_schema: unsupported JSON Schema keyword: allOf"),
+        "{}",
+        stderr(&o)
+    );
     let o = recall(d, &["recall", "MATCH (n) RETURN n", "--type", "CYPHER"]);
     assert!(stderr(&o).contains("[SearchTypeDisabledError] (HTTP 403)"), "{}", stderr(&o));
 

@@ -342,15 +342,84 @@ async fn structured_output_is_validated_and_returned_in_structured() {
         .unwrap_err();
     assert!(matches!(err, RecallError::Provider(_)), "{err}");
     assert_eq!(fake.requests().len() - n, 2);
-    // An invalid schema is refused before any I/O.
-    let err = engine
-        .recall(
-            &me(&engine).await,
-            &RecallRequest::new("Who?").query_type(SearchType::RagCompletion).response_schema(json!({"type": 5})),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.name(), "InvalidResponseSchemaError");
+    // A schema outside the subset is refused before any retrieval or LLM call.
+    let n = fake.requests().len();
+    for (schema, suffix) in [
+        (json!({"type": 5}), "root schema must have type 'object'"),
+        (json!({"type": "array", "items": {"type": "string"}}), "root schema must have type 'object'"),
+        (
+            json!({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}}),
+            "unsupported JSON Schema keyword: allOf",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}}),
+            "unsupported JSON Schema keyword: oneOf",
+        ),
+        (deep_schema(13), "nesting deeper than 10 levels"),
+    ] {
+        for query_type in [SearchType::RagCompletion, SearchType::GraphCompletion, SearchType::Chunks] {
+            let request = RecallRequest::new("Who?").query_type(query_type).response_schema(schema.clone());
+            let err = engine.recall(&me(&engine).await, &request).await.unwrap_err();
+            assert_eq!((err.name(), err.http_status()), ("CogneeValidationError", 422));
+            assert_eq!(err.to_string(), format!("response_schema: {suffix}"));
+            let mut search = recall_engine::SearchRequest::new("Who?").query_type(query_type);
+            search.response_schema = Some(schema.clone());
+            let err = engine.search(&me(&engine).await, &search).await.unwrap_err();
+            assert_eq!(err.to_string(), format!("response_schema: {suffix}"));
+        }
+    }
+    assert_eq!(fake.requests().len(), n, "a rejected schema costs no LLM call");
+}
+
+/// An object schema with `levels` objects nested below the root.
+fn deep_schema(levels: usize) -> Value {
+    let mut node = json!({"type": "string"});
+    for _ in 0..levels {
+        node = json!({"type": "object", "properties": {"p": node}});
+    }
+    json!({"type": "object", "properties": {"p": node}})
+}
+
+#[tokio::test]
+async fn structured_answers_keep_the_models_shape_and_graph_summary_ignores_the_schema() {
+    let schema = json!({
+        "type": "object", "title": "Person",
+        "properties": {"person": {"type": "string", "minLength": 100}, "year": {"type": "integer"}},
+        "required": ["person"]
+    });
+    let (engine, fake) = with_llm(
+        Arc::new(|body: &Value| {
+            if body.get("response_format").is_some() {
+                json!({"person": "Charles Babbage", "hobby": "engines"}).to_string()
+            } else {
+                "free text".into()
+            }
+        }),
+        EngineConfig::default(),
+    )
+    .await;
+    let items = run(
+        &engine,
+        RecallRequest::new("Who did Ada work with?")
+            .query_type(SearchType::RagCompletion)
+            .response_schema(schema.clone()),
+    )
+    .await;
+    // Value constraints are ignored; an absent optional property is null; an undeclared one is dropped.
+    assert_eq!(items[0].structured, Some(json!({"person": "Charles Babbage", "year": null})));
+    let last = fake.requests().pop().unwrap();
+    assert_eq!(last["response_format"]["json_schema"]["name"], "Person", "the model name is the title");
+
+    let items = run(
+        &engine,
+        RecallRequest::new("Who did Ada work with?")
+            .query_type(SearchType::GraphSummaryCompletion)
+            .response_schema(schema),
+    )
+    .await;
+    assert_eq!(items[0].kind, "graph_completion", "{items:?}");
+    assert_eq!(items[0].structured, None);
+    assert_eq!(items[0].text, "free text");
 }
 
 #[tokio::test]

@@ -207,7 +207,7 @@ impl RecallRequest {
             }
         }
         if let Some(schema) = &self.response_schema {
-            recall_retrievers::completion::compile_schema(schema)?;
+            recall_retrievers::schema::compile(schema)?;
         }
         let rsc = &self.retriever_specific_config;
         if rsc.get("skills").is_some_and(truthy) || rsc.get("tools").is_some_and(|v| !v.is_null()) {
@@ -888,7 +888,7 @@ impl Engine {
             user_prompt: preview.as_ref().map(|p| p.user_prompt.clone()),
             system_prompt: preview.map(|p| p.system_prompt),
             evidence,
-            structured: options.response_schema.is_some() && retriever.is_generative(),
+            structured: options.response_schema.is_some() && retriever.structured_output(),
             error: None,
             objects,
         })

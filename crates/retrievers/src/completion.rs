@@ -66,13 +66,13 @@ pub async fn generate(
     let Some(schema) = options.response_schema.as_ref() else {
         return Ok(Value::String(llm.chat(&request).await?));
     };
-    let validator = compile_schema(schema)?;
+    let model = crate::schema::compile(schema)?;
     let mut last_error = String::new();
     for _ in 0..2 {
-        let value = llm.structured(&request, "ResponseModel", schema).await?;
-        match validation_errors(&validator, &value) {
-            None => return Ok(value),
-            Some(e) => last_error = e,
+        let value = llm.structured(&request, &model.name, schema).await?;
+        match model.validate(&value) {
+            Ok(valid) => return Ok(valid),
+            Err(e) => last_error = e,
         }
     }
     Err(RecallError::Provider(format!("The LLM's structured answer does not match the response schema: {last_error}")))
@@ -136,23 +136,6 @@ async fn streamed(events: &dyn RecallEvents, llm: &dyn LlmClient, request: &Chat
     Err(last_error.unwrap_or_else(|| RecallError::Provider("the answer stream failed".into())))
 }
 
-/// Compiles a response schema; an invalid schema is a 422 validation error.
-pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator> {
-    if !schema.is_object() {
-        return Err(invalid_schema("the schema must be a JSON object"));
-    }
-    jsonschema::validator_for(schema).map_err(|e| invalid_schema(&e.to_string()))
-}
-
-fn invalid_schema(why: &str) -> RecallError {
-    RecallError::Validation { name: "InvalidResponseSchemaError", message: format!("Invalid response schema: {why}") }
-}
-
-fn validation_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
-    let errors: Vec<String> = validator.iter_errors(value).map(|e| format!("{} at '{}'", e, e.instance_path)).collect();
-    (!errors.is_empty()).then(|| errors.join("; "))
-}
-
 /// A structured answer as text for follow-up prompts (COT): `[Structured Response]\n<json>`.
 pub fn answer_text(answer: &Value) -> String {
     match answer {
@@ -163,23 +146,7 @@ pub fn answer_text(answer: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    #[test]
-    fn schema_validation_reports_what_is_wrong() {
-        let schema = json!({"type": "object", "properties": {"year": {"type": "integer"}}, "required": ["year"]});
-        let v = compile_schema(&schema).unwrap_or_else(|e| panic!("{e}"));
-        assert!(validation_errors(&v, &json!({"year": 1843})).is_none());
-        let err = validation_errors(&v, &json!({"year": "x"})).unwrap_or_default();
-        assert!(err.contains("year"), "{err}");
-        assert!(matches!(
-            compile_schema(&json!("nope")),
-            Err(RecallError::Validation { name: "InvalidResponseSchemaError", .. })
-        ));
-        assert!(compile_schema(&json!({"type": 12})).is_err());
-    }
 
     #[test]
     fn system_prompt_precedence() {

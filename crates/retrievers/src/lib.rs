@@ -13,6 +13,7 @@ mod hybrid;
 pub mod lexical;
 pub mod prompts;
 mod rag;
+pub mod schema;
 mod skills;
 mod summaries;
 mod temporal;
@@ -268,6 +269,13 @@ pub trait Retriever: Send + Sync {
     /// Whether completion entries are answers (so a response schema applies).
     fn is_generative(&self) -> bool {
         false
+    }
+
+    /// Whether the type answers in a `response_schema`'s shape. A type that
+    /// does not (GRAPH_SUMMARY_COMPLETION, every non-generative type)
+    /// ignores the schema and answers as usual.
+    fn structured_output(&self) -> bool {
+        self.is_generative()
     }
 }
 

@@ -320,12 +320,6 @@ impl Retriever for GraphSummaryCompletionRetriever {
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        if options.response_schema.is_some() {
-            return Err(RecallError::Validation {
-                name: "CogneeValidationError",
-                message: "GRAPH_SUMMARY_COMPLETION does not support response_model (structured output).".into(),
-            });
-        }
         Ok(to_values(&search_triplets(ctx, query, options).await?))
     }
 
@@ -356,8 +350,22 @@ impl Retriever for GraphSummaryCompletionRetriever {
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
         let triplets = Triplet::from_values(objects);
-        answer(ctx, "GRAPH_SUMMARY_COMPLETION", prompts::GRAPH_CONTEXT_FOR_QUESTION, query, &triplets, context, options)
-            .await
+        // Its answer is always text: a response schema is ignored.
+        let options = RetrieverOptions { response_schema: None, ..options.clone() };
+        answer(
+            ctx,
+            "GRAPH_SUMMARY_COMPLETION",
+            prompts::GRAPH_CONTEXT_FOR_QUESTION,
+            query,
+            &triplets,
+            context,
+            &options,
+        )
+        .await
+    }
+
+    fn structured_output(&self) -> bool {
+        false
     }
 
     async fn prompt_preview(
