@@ -371,9 +371,7 @@ pub(crate) struct Run {
 impl Run {
     /// Reports a stage's wall time.
     fn time(&mut self, stage: &str, started: Instant) {
-        if self.events.listening() {
-            self.events.emit(RecallEvent::Timing { stage: stage.into(), ms: started.elapsed().as_secs_f64() * 1e3 });
-        }
+        self.events.report(|| RecallEvent::timing(stage, started.elapsed()));
     }
 }
 
@@ -425,9 +423,7 @@ impl Engine {
     ) -> Result<(Vec<RecallResponse>, RecallExplain)> {
         let top_k = request.validate()?;
         let plan = request.plan()?;
-        if events.listening() {
-            events.emit(RecallEvent::Stage { stage: Stage::Retrieving });
-        }
+        events.report(|| RecallEvent::Stage { stage: Stage::Retrieving });
         let mut run = Run { explain: RecallExplain::default(), events };
         // The skill gate runs alongside the lanes, which never wait on it; a
         // failing lane cancels it. Its entries come last.
@@ -442,15 +438,11 @@ impl Engine {
         let lanes = self.run_lanes(user, request, &plan, top_k, &mut run);
         let (mut merged, (entries, gate_time)) = futures::future::try_join(lanes, skills).await?;
         if gate {
-            if events.listening() {
-                events.emit(RecallEvent::Timing { stage: "skill_gate".into(), ms: gate_time.as_secs_f64() * 1e3 });
-            }
+            events.report(|| RecallEvent::timing("skill_gate", gate_time));
             run.explain.skills_added = entries.len();
         }
         merged.extend(entries);
-        if events.listening() {
-            events.emit(RecallEvent::Final { results: merged.clone() });
-        }
+        events.report(|| RecallEvent::Final { results: merged.clone() });
         Ok((merged, run.explain))
     }
 

@@ -291,9 +291,7 @@ impl Engine {
         request.check_search_parameters()?;
         let recall = request.as_recall();
         let top_k = recall.validate()?;
-        if events.listening() {
-            events.emit(recall_core::RecallEvent::Stage { stage: recall_core::Stage::Retrieving });
-        }
+        events.report(|| recall_core::RecallEvent::Stage { stage: recall_core::Stage::Retrieving });
         let datasets = self.resolve_datasets(user, &recall).await?;
         let ids: Vec<DatasetId> = datasets.iter().map(|d| d.id).collect();
         self.observe_data_versions(&ids).await?;
@@ -317,12 +315,7 @@ impl Engine {
         self.load_prompt_files(&mut options).await?;
         let started = std::time::Instant::now();
         let payloads = self.search_graph(&datasets, request.query_type, &recall, &options, &events).await?;
-        if events.listening() {
-            events.emit(recall_core::RecallEvent::Timing {
-                stage: "search".into(),
-                ms: started.elapsed().as_secs_f64() * 1e3,
-            });
-        }
+        events.report(|| recall_core::RecallEvent::timing("search", started.elapsed()));
         self.log_history(user, &recall, request.query_type, &payloads).await?;
         Ok(shape(&payloads, request.verbose, self.config.access_control))
     }

@@ -63,6 +63,22 @@ pub trait RecallEvents: Send + Sync {
     fn emit(&self, event: RecallEvent);
 }
 
+impl RecallEvent {
+    /// A stage's wall time.
+    pub fn timing(stage: impl Into<String>, elapsed: std::time::Duration) -> Self {
+        RecallEvent::Timing { stage: stage.into(), ms: elapsed.as_secs_f64() * 1e3 }
+    }
+}
+
+impl dyn RecallEvents + '_ {
+    /// Emits the event `build` makes, building it only when someone listens.
+    pub fn report(&self, build: impl FnOnce() -> RecallEvent) {
+        if self.listening() {
+            self.emit(build());
+        }
+    }
+}
+
 /// Listens to nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoEvents;
