@@ -133,10 +133,14 @@ impl Versions {
         self.store.lock().ok().and_then(|s| *s)
     }
 
-    /// Versions only go up: an older reading never replaces a newer one.
-    fn saw_store(&self, version: u64) {
+    /// Records a reading or a write: the store version (versions only go
+    /// up, so an older reading never replaces a newer one) and datasets'.
+    fn record(&self, store: u64, datasets: impl IntoIterator<Item = (recall_core::DatasetId, u64)>) {
         if let Ok(mut s) = self.store.lock() {
-            *s = Some(s.map_or(version, |old| old.max(version)));
+            *s = Some(s.map_or(store, |old| old.max(store)));
+        }
+        if let Ok(mut m) = self.datasets.lock() {
+            m.extend(datasets);
         }
     }
 }
@@ -270,15 +274,8 @@ impl Engine {
         let _one_writer = self.versions.bump.lock().await;
         let seen = self.versions.store_seen();
         let bump = self.relational.datasets.bump_data_version(dataset, seen).await?;
-        self.versions.saw_store(bump.version);
-        if let Ok(mut m) = self.versions.datasets.lock() {
-            m.insert(dataset, bump.version);
-        }
-        if bump.unseen_writes && seen.is_some() {
-            tracing::debug!(dataset = %dataset, "another process wrote: refreshing the vector store");
-            self.vectors.refresh().await?;
-        }
-        Ok(())
+        self.versions.record(bump.version, [(dataset, bump.version)]);
+        self.refresh_if(bump.unseen_writes && seen.is_some()).await
     }
 
     /// Reads the persisted data versions (the store's, and these datasets');
@@ -287,12 +284,14 @@ impl Engine {
     pub(crate) async fn observe_data_versions(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
         let versions = self.relational.datasets.data_versions(datasets).await?;
         let seen = self.versions.store_seen();
-        self.versions.saw_store(versions.store);
-        if let Ok(mut m) = self.versions.datasets.lock() {
-            m.extend(versions.datasets);
-        }
-        if seen.is_some_and(|seen| versions.store > seen) {
-            tracing::debug!(store_version = versions.store, "another process wrote: refreshing the vector store");
+        self.versions.record(versions.store, versions.datasets);
+        self.refresh_if(seen.is_some_and(|seen| versions.store > seen)).await
+    }
+
+    /// When another process wrote, the vector store drops what it holds.
+    async fn refresh_if(&self, another_writer: bool) -> Result<()> {
+        if another_writer {
+            tracing::debug!("another process wrote: refreshing the vector store");
             self.vectors.refresh().await?;
         }
         Ok(())
