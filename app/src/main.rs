@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use recall::{build_engine, caller, OpenMode, Overrides, Settings};
-use recall_core::{DatasetId, DatasetRef, Permission, RecallError, RecallResponse, Result, SearchType, User};
-use recall_engine::{Engine, RecallRequest, RememberInput, RememberProgress};
+use recall_core::{
+    DatasetId, DatasetRef, Permission, RecallError, RecallResponse, Result, SearchOptions, SearchType, User,
+};
+use recall_engine::{Engine, RecallRequest, RememberInput, RememberProgress, SearchRequest};
 use uuid::Uuid;
 
 /// mimalloc: a search allocates and frees many small rows and JSON values
@@ -232,64 +234,89 @@ struct SearchArgs {
     explain: bool,
 }
 
-/// How `recall recall` / `recall search` print.
+/// How `recall recall` prints.
 #[derive(Clone, Copy)]
 struct Output {
     json: bool,
     explain: bool,
-    verbose: bool,
 }
 
 impl SearchArgs {
-    fn into_request(self, default_type: Option<SearchType>) -> Result<(RecallRequest, Output)> {
-        let mut request = RecallRequest::new(self.query).top_k(self.top_k);
-        request.query_type = match self.query_type {
-            Some(t) => Some(t.parse::<SearchType>()?),
-            None => default_type,
+    /// The options recall and search share, read from the flags.
+    fn options(&mut self) -> Result<SearchOptions> {
+        let response_schema = match &self.response_schema {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    RecallError::invalid_input(format!("cannot read the response schema '{}': {e}", path.display()))
+                })?;
+                Some(serde_json::from_str(&text).map_err(|e| RecallError::Validation {
+                    name: "CogneeValidationError",
+                    message: format!("response_schema: '{}' is not JSON: {e}", path.display()),
+                })?)
+            }
+            None => None,
         };
-        if !self.dataset.is_empty() {
-            request.datasets = Some(self.dataset);
-        }
-        if !self.dataset_id.is_empty() {
-            request.dataset_ids = Some(self.dataset_id.into_iter().map(DatasetId).collect());
-        }
-        request.only_context = self.only_context;
-        request.system_prompt = self.system_prompt;
-        request.system_prompt_path = self.system_prompt_path;
-        request.include_references = self.include_references;
-        if let Some(path) = self.response_schema {
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                RecallError::invalid_input(format!("cannot read the response schema '{}': {e}", path.display()))
-            })?;
-            let schema = serde_json::from_str(&text).map_err(|e| RecallError::Validation {
-                name: "CogneeValidationError",
-                message: format!("response_schema: '{}' is not JSON: {e}", path.display()),
-            })?;
-            request.response_schema = Some(schema);
-        }
-        if !self.node_name.is_empty() {
-            request.node_name = Some(self.node_name);
-        }
-        request.node_name_filter_operator = self.node_name_filter_operator;
-        for entry in self.retriever_config {
+        let mut retriever_specific_config = serde_json::Map::new();
+        for entry in &self.retriever_config {
             let (key, value) = entry
                 .split_once('=')
                 .ok_or_else(|| RecallError::invalid_input(format!("--config expects KEY=VALUE, got '{entry}'")))?;
             let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
-            request.retriever_specific_config.insert(key.trim().to_string(), value);
+            retriever_specific_config.insert(key.trim().to_string(), value);
         }
-        request.wide_search_top_k = self.wide_search_top_k;
-        request.triplet_distance_penalty = self.triplet_distance_penalty;
-        request.feedback_influence = self.feedback_influence;
-        request.neighborhood_depth = self.neighborhood_depth;
-        request.neighborhood_seed_top_k = self.neighborhood_seed_top_k;
-        request.auto_route = !self.no_auto_route;
-        if !self.scope.is_empty() {
-            request.scope = Some(self.scope);
-        }
-        request.session_id = self.session_id;
-        Ok((request, Output { json: self.json, explain: self.explain, verbose: self.verbose }))
+        Ok(SearchOptions {
+            top_k: Some(self.top_k),
+            only_context: self.only_context,
+            node_name: non_empty(std::mem::take(&mut self.node_name)),
+            system_prompt: self.system_prompt.take(),
+            include_references: self.include_references,
+            response_schema,
+            session_id: self.session_id.take(),
+            node_name_filter_operator: std::mem::take(&mut self.node_name_filter_operator),
+            system_prompt_path: self.system_prompt_path.take(),
+            retriever_specific_config,
+            wide_search_top_k: self.wide_search_top_k,
+            triplet_distance_penalty: self.triplet_distance_penalty,
+            feedback_influence: self.feedback_influence,
+            neighborhood_depth: self.neighborhood_depth,
+            neighborhood_seed_top_k: self.neighborhood_seed_top_k,
+        })
     }
+
+    fn query_type(&self) -> Result<Option<SearchType>> {
+        self.query_type.as_deref().map(str::parse).transpose()
+    }
+
+    fn recall_request(mut self) -> Result<(RecallRequest, Output)> {
+        let request = RecallRequest {
+            query_type: self.query_type()?,
+            datasets: non_empty(std::mem::take(&mut self.dataset)),
+            dataset_ids: non_empty(self.dataset_id.iter().copied().map(DatasetId).collect()),
+            options: self.options()?,
+            auto_route: !self.no_auto_route,
+            scope: non_empty(std::mem::take(&mut self.scope)),
+            ..RecallRequest::new(std::mem::take(&mut self.query))
+        };
+        Ok((request, Output { json: self.json, explain: self.explain }))
+    }
+
+    /// `recall search`'s request: the same options, without the lanes, the
+    /// router and the explain flag, which the legacy search does not have.
+    fn search_request(mut self) -> Result<SearchRequest> {
+        Ok(SearchRequest {
+            query_type: self.query_type()?.unwrap_or(SearchType::GraphCompletion),
+            datasets: non_empty(std::mem::take(&mut self.dataset)),
+            dataset_ids: non_empty(self.dataset_id.iter().copied().map(DatasetId).collect()),
+            options: self.options()?,
+            verbose: self.verbose,
+            ..SearchRequest::new(std::mem::take(&mut self.query))
+        })
+    }
+}
+
+/// A repeatable flag given no times is "not set".
+fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -309,6 +336,9 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error [{}] (HTTP {}): {e}", e.name(), e.http_status());
+            if let Some(hint) = e.remediation() {
+                eprintln!("{hint}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -327,13 +357,10 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Remember { target, text, paths, json } => remember(who, &target.get(), text, &paths, json).await,
         Command::Recall(args) => {
-            let (request, output) = args.into_request(None)?;
+            let (request, output) = args.recall_request()?;
             recall(who, &request, output).await
         }
-        Command::Search(args) => {
-            let (request, output) = args.into_request(Some(SearchType::GraphCompletion))?;
-            legacy_search(who, legacy_request(request, output.verbose)).await
-        }
+        Command::Search(args) => legacy_search(who, args.search_request()?).await,
         Command::History { json } => {
             let rows = match who.reader().await? {
                 Some((engine, user)) => engine.search_history(&user).await?,
@@ -481,9 +508,9 @@ async fn run(cli: Cli) -> Result<()> {
             let (engine, user) = who.reader_of(&target).await?;
             let (_, graph) = engine.dataset_graph(&user, &target).await?;
             match format {
-                GraphFormat::Json => print_json(&graph_json(&graph)),
+                GraphFormat::Json => print_json(&recall_api::graph_json(&graph)),
                 GraphFormat::Dot => {
-                    print!("{}", graph_dot(&graph));
+                    print!("{}", recall_api::graph_dot(&graph));
                     Ok(())
                 }
             }
@@ -552,64 +579,6 @@ async fn share(who: Who<'_>, args: ShareArgs, grant: bool) -> Result<()> {
     let prep = if grant { "to" } else { "from" };
     println!("{verb} {permission} on dataset '{}' ({}) {prep} {}.", dataset.name, dataset.id, grantee.email);
     Ok(())
-}
-
-/// `{"nodes": [{"id", "type", "name", …properties}], "edges": [{"source", "target", "relationship_name", …}]}`.
-fn graph_json(graph: &recall_core::Subgraph) -> serde_json::Value {
-    use serde_json::{json, Value};
-    let nodes: Vec<Value> = graph
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut m = n.properties.clone();
-            m.insert("id".into(), json!(n.id.to_string()));
-            m.insert("type".into(), json!(n.node_type));
-            m.entry("name").or_insert(Value::Null);
-            Value::Object(m)
-        })
-        .collect();
-    let edges: Vec<Value> = graph
-        .edges
-        .iter()
-        .map(|e| {
-            let mut m = e.properties.clone();
-            m.insert("source".into(), json!(e.source_node_id.to_string()));
-            m.insert("target".into(), json!(e.target_node_id.to_string()));
-            m.insert("relationship_name".into(), json!(e.relationship_name));
-            m.insert("edge_text".into(), json!(e.edge_text));
-            Value::Object(m)
-        })
-        .collect();
-    json!({"nodes": nodes, "edges": edges})
-}
-
-fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// Graphviz DOT: nodes labelled "name (type)", edges by relationship name.
-fn graph_dot(graph: &recall_core::Subgraph) -> String {
-    let mut out = String::from("digraph recall {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n");
-    for n in &graph.nodes {
-        let name = n
-            .properties
-            .get("name")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| n.properties.get("text").and_then(|v| v.as_str()).map(|t| t.chars().take(40).collect()))
-            .unwrap_or_default();
-        out.push_str(&format!("  \"{}\" [label=\"{} ({})\"];\n", n.id, dot_escape(&name), n.node_type));
-    }
-    for e in &graph.edges {
-        out.push_str(&format!(
-            "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
-            e.source_node_id,
-            e.target_node_id,
-            dot_escape(&e.relationship_name)
-        ));
-    }
-    out.push_str("}\n");
-    out
 }
 
 /// Expands directories into their .txt/.md files (sorted); files stay as given,
@@ -713,37 +682,12 @@ async fn recall(who: Who<'_>, request: &RecallRequest, output: Output) -> Result
     Ok(())
 }
 
-/// `recall search`'s request: recall's options, without the lanes, the
-/// router and the explain flag, which legacy search does not have.
-fn legacy_request(r: RecallRequest, verbose: bool) -> recall_engine::SearchRequest {
-    let mut s = recall_engine::SearchRequest::new(r.query_text);
-    s.query_type = r.query_type.unwrap_or(SearchType::GraphCompletion);
-    s.datasets = r.datasets;
-    s.dataset_ids = r.dataset_ids;
-    s.system_prompt = r.system_prompt;
-    s.system_prompt_path = r.system_prompt_path;
-    s.node_name = r.node_name;
-    s.node_name_filter_operator = r.node_name_filter_operator;
-    s.top_k = r.top_k;
-    s.only_context = r.only_context;
-    s.session_id = r.session_id;
-    s.verbose = verbose;
-    s.include_references = r.include_references;
-    s.neighborhood_depth = r.neighborhood_depth;
-    s.neighborhood_seed_top_k = r.neighborhood_seed_top_k;
-    s.wide_search_top_k = r.wide_search_top_k;
-    s.triplet_distance_penalty = r.triplet_distance_penalty;
-    s.feedback_influence = r.feedback_influence;
-    s.retriever_specific_config = r.retriever_specific_config;
-    s.response_schema = r.response_schema;
-    s
-}
-
 /// The legacy search prints Cognee's backwards-compatible JSON.
-async fn legacy_search(who: Who<'_>, request: recall_engine::SearchRequest) -> Result<()> {
+async fn legacy_search(who: Who<'_>, request: SearchRequest) -> Result<()> {
     request.validate()?;
     let (engine, user) = who.reader().await?.ok_or(RecallError::SearchPrecondition)?;
-    print_json(&engine.search(&user, &request).await?)
+    let payloads = engine.search(&user, &request).await?;
+    print_json(&recall_api::search_results(&payloads, request.verbose, engine.settings().access_control))
 }
 
 fn print_explain(e: &recall_engine::RecallExplain) {

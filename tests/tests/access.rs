@@ -65,10 +65,8 @@ async fn two_users_with_same_named_datasets(engine: &Engine) {
     let mut search = SearchRequest::new("vault").query_type(SearchType::Chunks);
     search.dataset_ids = Some(vec![a.dataset_id]);
     assert_denied(engine.search(&bob, &search).await.unwrap_err(), Permission::Read);
-    let found = serde_json::to_string(
-        &engine.search(&bob, &SearchRequest::new("vault code").query_type(SearchType::Chunks)).await.unwrap(),
-    )
-    .unwrap();
+    let payloads = engine.search(&bob, &SearchRequest::new("vault code").query_type(SearchType::Chunks)).await.unwrap();
+    let found = serde_json::to_string(&recall_api::search_results(&payloads, false, true)).unwrap();
     assert!(found.contains("Tulips") && !found.contains("vault"), "{found}");
 
     // history is per user.

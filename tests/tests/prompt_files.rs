@@ -30,7 +30,7 @@ async fn prompt_engine(prompt_dirs: Vec<PathBuf>) -> (Engine, User) {
 fn request(path: &Path) -> RecallRequest {
     let mut r =
         RecallRequest::new("How do bees share directions?").query_type(SearchType::RagCompletion).only_context(true);
-    r.system_prompt_path = Some(path.display().to_string());
+    r.options.system_prompt_path = Some(path.display().to_string());
     r
 }
 

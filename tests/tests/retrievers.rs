@@ -16,7 +16,7 @@ use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, Me
 use recall_openai::{OpenAiChat, OpenAiConfig};
 use recall_retrievers::prompts;
 use recall_retrievers::{
-    brute_force_triplet_search, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions, Triplet, TripletSearch,
+    brute_force_triplet_search, DatasetPorts, LlmContext, Retriever, RetrieverOptions, Triplet, TripletSearch,
 };
 use serde_json::{json, Value};
 
@@ -292,13 +292,13 @@ async fn hybrid_context_has_passages_entities_and_facts() {
 async fn hybrid_rejects_graph_only_knobs_and_defers_on_others() {
     let (engine, _fake) = with_llm(Arc::new(|_| "ok".into()), EngineConfig::default()).await;
     let mut request = RecallRequest::new("Ada").query_type(SearchType::HybridCompletion);
-    request.wide_search_top_k = Some(10);
+    request.options.wide_search_top_k = Some(10);
     let err = engine.recall(&me(&engine).await, &request).await.unwrap_err();
     assert_eq!(err.name(), "InvalidHybridSearchConfig");
     assert_eq!(err.to_string(), "wide_search_top_k requires query_type=SearchType.GRAPH_COMPLETION.");
     assert_eq!(err.http_status(), 422);
     let mut request = RecallRequest::new("Ada").query_type(SearchType::HybridCompletion);
-    request.feedback_influence = 0.5;
+    request.options.feedback_influence = 0.5;
     let items = run(&engine, request).await;
     assert_eq!(items[0].search_type, SearchType::GraphCompletion, "feedback_influence defers to GRAPH_COMPLETION");
 }
@@ -363,7 +363,7 @@ async fn structured_output_is_validated_and_returned_in_structured() {
             assert_eq!((err.name(), err.http_status()), ("CogneeValidationError", 422));
             assert_eq!(err.to_string(), format!("response_schema: {suffix}"));
             let mut search = recall_engine::SearchRequest::new("Who?").query_type(query_type);
-            search.response_schema = Some(schema.clone());
+            search.options.response_schema = Some(schema.clone());
             let err = engine.search(&me(&engine).await, &search).await.unwrap_err();
             assert_eq!(err.to_string(), format!("response_schema: {suffix}"));
         }
@@ -605,7 +605,7 @@ struct Reverse;
 impl Retriever for Reverse {
     async fn get_retrieved_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         query: &str,
         _options: &RetrieverOptions,
     ) -> recall_core::Result<Vec<Value>> {
@@ -614,20 +614,20 @@ impl Retriever for Reverse {
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> recall_core::Result<RetrievedContext> {
-        Ok(RetrievedContext::List(objects.iter().map(|o| o["text"].as_str().unwrap_or_default().to_string()).collect()))
+    ) -> recall_core::Result<LlmContext> {
+        Ok(LlmContext::List(objects.iter().map(|o| o["text"].as_str().unwrap_or_default().to_string()).collect()))
     }
 
     async fn get_completion_from_context(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
-        _context: &RetrievedContext,
+        _context: &LlmContext,
         _options: &RetrieverOptions,
     ) -> recall_core::Result<Option<Vec<Value>>> {
         Ok(Some(objects.to_vec()))
@@ -739,7 +739,7 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
     }
     graph.upsert_edges(dataset.id, &stored.edges).await.unwrap();
     graph.upsert_nodes(dataset.id, &stored.nodes).await.unwrap();
-    let ctx = RetrievalContext {
+    let ctx = DatasetPorts {
         dataset,
         graph,
         vectors,

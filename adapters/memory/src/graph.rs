@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphCapabilities, GraphStore};
 use recall_core::{DatasetId, Edge, Node, Result, Subgraph};
 use tokio::sync::RwLock;
 use uuid::Uuid;
@@ -22,7 +22,24 @@ impl MemoryGraphStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The edges of one dataset that `keep` selects, projected.
+    async fn edges_where(
+        &self,
+        dataset: DatasetId,
+        edge_properties: EdgeProjection,
+        keep: impl Fn(&Edge) -> bool,
+    ) -> Result<Vec<Edge>> {
+        let parts = self.partitions.read().await;
+        let mut edges: Vec<Edge> =
+            parts.get(&dataset).map(|p| p.edges.values().filter(|e| keep(e)).cloned().collect()).unwrap_or_default();
+        edge_properties.apply(&mut edges);
+        Ok(edges)
+    }
 }
+
+/// Every capability is the generic one.
+impl GraphCapabilities for MemoryGraphStore {}
 
 #[async_trait]
 impl GraphStore for MemoryGraphStore {
@@ -57,44 +74,48 @@ impl GraphStore for MemoryGraphStore {
         Ok(ids.iter().filter_map(|id| part.nodes.get(id).cloned()).collect())
     }
 
-    async fn neighborhood(
-        &self,
-        dataset: DatasetId,
-        seeds: &[Uuid],
-        depth: usize,
-        edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
+    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>> {
         let parts = self.partitions.read().await;
         let Some(part) = parts.get(&dataset) else {
-            return Ok(Subgraph::default());
+            return Ok(Vec::new());
         };
-        let mut reached: HashSet<Uuid> = seeds.iter().copied().filter(|id| part.nodes.contains_key(id)).collect();
-        let mut frontier = reached.clone();
-        for _ in 0..depth {
-            let mut next = HashSet::new();
-            for (source, _, target) in part.edges.keys() {
-                if frontier.contains(source) && !reached.contains(target) {
-                    next.insert(*target);
-                }
-                if frontier.contains(target) && !reached.contains(source) {
-                    next.insert(*source);
-                }
+        let set: HashSet<&Uuid> = ids.iter().collect();
+        let mut out = Vec::new();
+        for (source, _, target) in part.edges.keys() {
+            if set.contains(source) {
+                out.push(*target);
             }
-            if next.is_empty() {
-                break;
+            if set.contains(target) {
+                out.push(*source);
             }
-            reached.extend(next.iter().copied());
-            frontier = next;
         }
-        let nodes = part.nodes.values().filter(|n| reached.contains(&n.id)).cloned().collect();
-        let mut edges: Vec<Edge> = part
-            .edges
-            .values()
-            .filter(|e| reached.contains(&e.source_node_id) && reached.contains(&e.target_node_id))
-            .cloned()
-            .collect();
-        edge_properties.apply(&mut edges);
-        Ok(Subgraph { nodes, edges })
+        Ok(out)
+    }
+
+    async fn edges_between(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        let set: HashSet<&Uuid> = ids.iter().collect();
+        self.edges_where(dataset, edge_properties, |e| {
+            set.contains(&e.source_node_id) && set.contains(&e.target_node_id)
+        })
+        .await
+    }
+
+    async fn edges_touching(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        let set: HashSet<&Uuid> = ids.iter().collect();
+        self.edges_where(dataset, edge_properties, |e| {
+            set.contains(&e.source_node_id) || set.contains(&e.target_node_id)
+        })
+        .await
     }
 
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use neo4rs::{query, BoltType, Graph};
-use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore};
+use recall_core::ports::{CypherQueries, EdgeKey, EdgeProjection, GraphCapabilities, GraphStore};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -315,50 +315,56 @@ impl GraphStore for Neo4jGraphStore {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
-    async fn neighborhood(
+    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(self.id_chunk()) {
+            let q = query(
+                "MATCH (a:RecallNode {dataset_id: $ds})-[]-(b:RecallNode {dataset_id: $ds}) \
+                 WHERE a.id IN $ids RETURN DISTINCT b.id AS id",
+            )
+            .param("ds", dataset.to_string())
+            .param("ids", id_list(chunk));
+            for row in self.rows(q).await? {
+                let id: String = row.get("id").map_err(de)?;
+                out.push(parse_uuid(&id)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// By source in chunks, the targets checked against the set here.
+    async fn edges_between(
         &self,
         dataset: DatasetId,
-        seeds: &[Uuid],
-        depth: usize,
+        ids: &[Uuid],
         edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let found = self.get_nodes(dataset, seeds).await?;
-        let mut reached: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
-        let mut frontier: Vec<Uuid> = reached.iter().copied().collect();
-        for _ in 0..depth {
-            if frontier.is_empty() {
-                break;
-            }
-            let mut next = HashSet::new();
-            for chunk in frontier.chunks(self.id_chunk()) {
-                let q = query(
-                    "MATCH (a:RecallNode {dataset_id: $ds})-[]-(b:RecallNode {dataset_id: $ds}) \
-                     WHERE a.id IN $ids RETURN DISTINCT b.id AS id",
-                )
-                .param("ds", dataset.to_string())
-                .param("ids", id_list(chunk));
-                for row in self.rows(q).await? {
-                    let id: String = row.get("id").map_err(de)?;
-                    let id = parse_uuid(&id)?;
-                    if !reached.contains(&id) {
-                        next.insert(id);
-                    }
-                }
-            }
-            reached.extend(next.iter().copied());
-            frontier = next.into_iter().collect();
-        }
-        let mut ids: Vec<Uuid> = reached.iter().copied().collect();
-        ids.sort();
-        let nodes = self.get_nodes(dataset, &ids).await?;
+    ) -> Result<Vec<Edge>> {
+        let set: HashSet<&Uuid> = ids.iter().collect();
         let mut edges = Vec::new();
         for chunk in ids.chunks(self.id_chunk()) {
             let found = self.edges_where(dataset, "WHERE a.id IN $ids", vec![("ids", id_list(chunk))]).await?;
-            edges.extend(found.into_iter().filter(|e| reached.contains(&e.target_node_id)));
+            edges.extend(found.into_iter().filter(|e| set.contains(&e.target_node_id)));
         }
         // Properties are one map per relationship in Neo4j: projected here.
         edge_properties.apply(&mut edges);
-        Ok(Subgraph { nodes, edges })
+        Ok(edges)
+    }
+
+    async fn edges_touching(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        let mut seen: HashSet<EdgeKey> = HashSet::new();
+        let mut edges = Vec::new();
+        for chunk in ids.chunks(self.id_chunk()) {
+            let found =
+                self.edges_where(dataset, "WHERE a.id IN $ids OR b.id IN $ids", vec![("ids", id_list(chunk))]).await?;
+            edges.extend(found.into_iter().filter(|e| seen.insert(e.key())));
+        }
+        edge_properties.apply(&mut edges);
+        Ok(edges)
     }
 
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
@@ -441,17 +447,23 @@ impl GraphStore for Neo4jGraphStore {
         self.graph.run(q).await.map_err(err)
     }
 
-    fn supports_cypher(&self) -> bool {
-        true
+    async fn healthcheck(&self) -> Result<()> {
+        self.healthcheck_bolt().await
     }
+}
 
+/// Neo4j speaks Cypher; its ranking reads are the generic ones.
+impl GraphCapabilities for Neo4jGraphStore {
+    fn cypher(&self) -> Option<&dyn CypherQueries> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl CypherQueries for Neo4jGraphStore {
     async fn query_cypher(&self, dataset: DatasetId, cypher: &str) -> Result<Vec<Map<String, Value>>> {
         let rows = self.rows(query(cypher).param("dataset_id", dataset.to_string())).await?;
         rows.iter().map(|row| row.to::<Map<String, Value>>().map_err(de)).collect()
-    }
-
-    async fn healthcheck(&self) -> Result<()> {
-        self.healthcheck_bolt().await
     }
 }
 

@@ -1,7 +1,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
-use recall_core::ports::{EdgeKey, EdgeProjection, EdgeSketch, GraphStore, NodeSketch, Sketch};
+use recall_core::ports::{
+    with_endpoints, EdgeKey, EdgeProjection, EdgeSketch, GraphCapabilities, GraphStore, NodeSketch, RankingReads,
+    Sketch,
+};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
 use serde_json::{Map, Value as Json};
@@ -131,26 +134,8 @@ impl SqlGraphStore {
             .map_err(|e| RecallError::backend_msg(format!("corrupt {what} in graph tables: {e}")))
     }
 
-    /// `nodes` and `edges` with the edges' other endpoints read; an edge
-    /// whose endpoint no longer exists is dropped.
-    async fn with_endpoints(&self, dataset: DatasetId, mut nodes: Vec<Node>, mut edges: Vec<Edge>) -> Result<Subgraph> {
-        let known: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
-        let mut others: Vec<Uuid> = edges
-            .iter()
-            .flat_map(|e| [e.source_node_id, e.target_node_id])
-            .filter(|id| !known.contains(id))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        others.sort();
-        nodes.extend(self.get_nodes(dataset, &others).await?);
-        let present: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
-        edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
-        Ok(Subgraph { nodes, edges })
-    }
-
     /// Edges of a dataset with an endpoint among `ids` (`column` is source_id or target_id).
-    async fn edges_touching(
+    async fn edges_by(
         &self,
         dataset: DatasetId,
         ids: &[Uuid],
@@ -166,27 +151,6 @@ impl SqlGraphStore {
             self.db.id_set(2)
         );
         self.read_edges_json(&sql, vec![dataset.to_string().into(), id_array(ids)], projection).await
-    }
-
-    /// The ids one edge away from `ids` (either direction), `ids` included
-    /// when an edge joins two of them: endpoints only, no edge rows.
-    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let agg = match self.db.backend() {
-            DbBackend::Postgres => "COALESCE(json_agg(id), '[]'::json)::text",
-            _ => "json_group_array(id)",
-        };
-        let set = self.db.id_set(2);
-        let sql = format!(
-            "SELECT {agg} AS rows FROM (SELECT target_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
-             source_id IN ({set}) UNION SELECT source_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
-             target_id IN ({set})) adjacent"
-        );
-        let values = vec![dataset.to_string().into(), id_array(ids)];
-        let found: Vec<String> = self.json_rows(&sql, values, "edge endpoints").await?;
-        found.iter().map(|id| parse_uuid(id)).collect()
     }
 
     /// The edges a WHERE clause selects, aggregated into one JSON array of
@@ -269,24 +233,6 @@ impl SqlGraphStore {
     async fn read_edges_json(&self, sql: &str, values: Vec<Value>, projection: EdgeProjection) -> Result<Vec<Edge>> {
         let rows: Vec<EdgeParts> = self.json_rows(sql, values, "edge rows").await?;
         rows.into_iter().map(|parts| edge_from_parts(parts, projection)).collect()
-    }
-
-    /// Edges of a dataset with both endpoints among `ids`, filtered in SQL on
-    /// both columns (the source by index, the target against the set), so an
-    /// endpoint's other edges are never read.
-    async fn edges_between(&self, dataset: DatasetId, ids: &[Uuid], projection: EdgeProjection) -> Result<Vec<Edge>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let target = self.target_against_set();
-        let sql = format!(
-            "{} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
-            self.edge_rows_json(projection),
-            self.db.id_set(2),
-            self.db.id_set(3)
-        );
-        let set = id_array(ids);
-        self.read_edges_json(&sql, vec![dataset.to_string().into(), set.clone(), set], projection).await
     }
 }
 
@@ -456,126 +402,62 @@ impl GraphStore for SqlGraphStore {
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
-    async fn neighborhood(
-        &self,
-        dataset: DatasetId,
-        seeds: &[Uuid],
-        depth: usize,
-        edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let found = self.get_nodes(dataset, seeds).await?;
-        let mut reached: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
-        let mut frontier: Vec<Uuid> = reached.iter().copied().collect();
-        for _ in 0..depth {
-            if frontier.is_empty() {
-                break;
-            }
-            let next: Vec<Uuid> =
-                self.adjacent_ids(dataset, &frontier).await?.into_iter().filter(|id| !reached.contains(id)).collect();
-            reached.extend(next.iter().copied());
-            frontier = next;
+    /// The ids one edge away from `ids` (either direction), `ids` included
+    /// when an edge joins two of them: endpoints only, no edge rows.
+    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        let mut ids: Vec<Uuid> = reached.iter().copied().collect();
-        ids.sort();
-        // Depth 0 reached nothing new: the seeds read above are the nodes.
-        let nodes = if depth == 0 { found } else { self.get_nodes(dataset, &ids).await? };
-        let edges = self.edges_between(dataset, &ids, edge_properties).await?;
-        Ok(Subgraph { nodes, edges })
+        let agg = match self.db.backend() {
+            DbBackend::Postgres => "COALESCE(json_agg(id), '[]'::json)::text",
+            _ => "json_group_array(id)",
+        };
+        let set = self.db.id_set(2);
+        let sql = format!(
+            "SELECT {agg} AS rows FROM (SELECT target_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
+             source_id IN ({set}) UNION SELECT source_id AS id FROM graph_edges WHERE dataset_id = $1 AND \
+             target_id IN ({set})) adjacent"
+        );
+        let values = vec![dataset.to_string().into(), id_array(ids)];
+        let found: Vec<String> = self.json_rows(&sql, values, "edge endpoints").await?;
+        found.iter().map(|id| parse_uuid(id)).collect()
     }
 
-    /// Two indexed edge reads (by source, by target) and the endpoints;
-    /// unlike `neighborhood`, no read of the neighbours' own edges.
-    async fn edges_around(
+    /// Edges of a dataset with both endpoints among `ids`, filtered in SQL on
+    /// both columns (the source by index, the target against the set), so an
+    /// endpoint's other edges are never read.
+    async fn edges_between(&self, dataset: DatasetId, ids: &[Uuid], projection: EdgeProjection) -> Result<Vec<Edge>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let target = self.target_against_set();
+        let sql = format!(
+            "{} WHERE dataset_id = $1 AND source_id IN ({}) AND {target} IN ({})",
+            self.edge_rows_json(projection),
+            self.db.id_set(2),
+            self.db.id_set(3)
+        );
+        let set = id_array(ids);
+        self.read_edges_json(&sql, vec![dataset.to_string().into(), set.clone(), set], projection).await
+    }
+
+    /// Two indexed reads (by source, by target); an edge between two of
+    /// `ids` comes back once.
+    async fn edges_touching(
         &self,
         dataset: DatasetId,
         ids: &[Uuid],
-        edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let found = self.get_nodes(dataset, ids).await?;
-        let seeds: HashSet<Uuid> = found.iter().map(|n| n.id).collect();
-        let frontier: Vec<Uuid> = seeds.iter().copied().collect();
-        let mut edges = self.edges_touching(dataset, &frontier, "source_id", edge_properties).await?;
-        // An edge between two seeds came back by source already.
-        edges.extend(
-            self.edges_touching(dataset, &frontier, "target_id", edge_properties)
-                .await?
-                .into_iter()
-                .filter(|e| !seeds.contains(&e.source_node_id)),
-        );
-        self.with_endpoints(dataset, found, edges).await
-    }
-
-    /// Two aggregated reads: node weights, then edge keys and type keys
-    /// (from an index alone when no feedback weight is asked for).
-    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
-        let nodes = self.node_sketches(dataset, seeds, feedback).await?;
-        let found: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
-        let edges = self.edge_sketches(dataset, &found, feedback).await?;
-        Ok(Sketch { nodes, edges })
-    }
-
-    /// By primary key: the sources through the index, the full keys against
-    /// a JSON list of `[source, relationship, target]` (one parameter each).
-    async fn get_edges(
-        &self,
-        dataset: DatasetId,
-        keys: &[EdgeKey],
         edge_properties: EdgeProjection,
     ) -> Result<Vec<Edge>> {
-        let mut edges = Vec::new();
-        for batch in keys.chunks(DELETE_BATCH) {
-            let mut sources: Vec<Uuid> = batch.iter().map(|k| k.0).collect();
-            sources.sort();
-            sources.dedup();
-            let listed = Json::from(
-                batch.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>(),
-            )
-            .to_string();
-            let key_set = match self.db.backend() {
-                DbBackend::Postgres => "SELECT k->>0, k->>1, k->>2 FROM json_array_elements($3::json) k".to_string(),
-                _ => "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($3)".to_string(),
-            };
-            let sql = format!(
-                "{} WHERE dataset_id = $1 AND source_id IN ({}) AND (source_id, relationship_name, target_id) IN ({key_set})",
-                self.edge_rows_json(edge_properties),
-                self.db.id_set(2),
-            );
-            let values = vec![dataset.to_string().into(), id_array(&sources), listed.into()];
-            edges.extend(self.read_edges_json(&sql, values, edge_properties).await?);
-        }
-        Ok(edges)
-    }
-
-    /// The matching edges through the `graph_edges_type_key` index (a hit's
-    /// type has few edges, where a hub has tens of thousands), then their
-    /// endpoints.
-    async fn edges_around_of_types(
-        &self,
-        dataset: DatasetId,
-        ids: &[Uuid],
-        type_keys: &[Uuid],
-        edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let nodes = self.get_nodes(dataset, ids).await?;
-        if nodes.is_empty() || type_keys.is_empty() {
-            return Ok(Subgraph { nodes, edges: Vec::new() });
-        }
-        // SQLite: the unary `+` keeps the endpoint indexes out of the plan.
-        let (source, target) = if self.db.backend() == DbBackend::Sqlite {
-            ("+source_id", "+target_id")
-        } else {
-            ("source_id", "target_id")
-        };
-        let seeds: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
-        let sql = format!(
-            "{} WHERE dataset_id = $1 AND type_key IN ({}) AND ({source} IN ({set}) OR {target} IN ({set}))",
-            self.edge_rows_json(edge_properties),
-            self.db.id_set(2),
-            set = self.db.id_set(3),
+        let set: HashSet<&Uuid> = ids.iter().collect();
+        let mut edges = self.edges_by(dataset, ids, "source_id", edge_properties).await?;
+        edges.extend(
+            self.edges_by(dataset, ids, "target_id", edge_properties)
+                .await?
+                .into_iter()
+                .filter(|e| !set.contains(&e.source_node_id)),
         );
-        let values = vec![dataset.to_string().into(), id_array(type_keys), id_array(&seeds)];
-        let edges = self.read_edges_json(&sql, values, edge_properties).await?;
-        self.with_endpoints(dataset, nodes, edges).await
+        Ok(edges)
     }
 
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
@@ -694,5 +576,89 @@ impl GraphStore for SqlGraphStore {
 
     async fn healthcheck(&self) -> Result<()> {
         self.db.healthcheck().await
+    }
+}
+
+/// The indexed ranking reads: sketches from the sketch index, winners by
+/// primary key, hit types through the type-key index.
+impl GraphCapabilities for SqlGraphStore {
+    fn ranking_reads(&self) -> Option<&dyn RankingReads> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl RankingReads for SqlGraphStore {
+    /// Two aggregated reads: node weights, then edge keys and type keys
+    /// (from an index alone when no feedback weight is asked for).
+    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
+        let nodes = self.node_sketches(dataset, seeds, feedback).await?;
+        let found: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let edges = self.edge_sketches(dataset, &found, feedback).await?;
+        Ok(Sketch { nodes, edges })
+    }
+
+    /// By primary key: the sources through the index, the full keys against
+    /// a JSON list of `[source, relationship, target]` (one parameter each).
+    async fn get_edges(
+        &self,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        let mut edges = Vec::new();
+        for batch in keys.chunks(DELETE_BATCH) {
+            let mut sources: Vec<Uuid> = batch.iter().map(|k| k.0).collect();
+            sources.sort();
+            sources.dedup();
+            let listed = Json::from(
+                batch.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>(),
+            )
+            .to_string();
+            let key_set = match self.db.backend() {
+                DbBackend::Postgres => "SELECT k->>0, k->>1, k->>2 FROM json_array_elements($3::json) k".to_string(),
+                _ => "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($3)".to_string(),
+            };
+            let sql = format!(
+                "{} WHERE dataset_id = $1 AND source_id IN ({}) AND (source_id, relationship_name, target_id) IN ({key_set})",
+                self.edge_rows_json(edge_properties),
+                self.db.id_set(2),
+            );
+            let values = vec![dataset.to_string().into(), id_array(&sources), listed.into()];
+            edges.extend(self.read_edges_json(&sql, values, edge_properties).await?);
+        }
+        Ok(edges)
+    }
+
+    /// The matching edges through the `graph_edges_type_key` index (a hit's
+    /// type has few edges, where a hub has tens of thousands), then their
+    /// endpoints.
+    async fn edges_around_of_types(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        type_keys: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let nodes = self.get_nodes(dataset, ids).await?;
+        if nodes.is_empty() || type_keys.is_empty() {
+            return Ok(Subgraph { nodes, edges: Vec::new() });
+        }
+        // SQLite: the unary `+` keeps the endpoint indexes out of the plan.
+        let (source, target) = if self.db.backend() == DbBackend::Sqlite {
+            ("+source_id", "+target_id")
+        } else {
+            ("source_id", "target_id")
+        };
+        let seeds: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let sql = format!(
+            "{} WHERE dataset_id = $1 AND type_key IN ({}) AND ({source} IN ({set}) OR {target} IN ({set}))",
+            self.edge_rows_json(edge_properties),
+            self.db.id_set(2),
+            set = self.db.id_set(3),
+        );
+        let values = vec![dataset.to_string().into(), id_array(type_keys), id_array(&seeds)];
+        let edges = self.read_edges_json(&sql, values, edge_properties).await?;
+        with_endpoints(self, dataset, nodes, edges).await
     }
 }

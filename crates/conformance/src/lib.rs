@@ -38,7 +38,10 @@ fn node(id: Uuid, node_type: &str, name: &str) -> Node {
 pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: usize) {
     graph_roundtrip_and_projection(store.as_ref()).await;
     graph_edge_properties(store.as_ref()).await;
-    graph_sketches_and_key_reads(store.as_ref()).await;
+    // The store's own ranking reads (where it has them) and the generic ones
+    // over its primitives answer alike.
+    graph_sketches_and_key_reads(store.as_ref(), false).await;
+    graph_sketches_and_key_reads(store.as_ref(), true).await;
     graph_scope_isolation(store.as_ref()).await;
     graph_deletes(store.as_ref()).await;
     graph_concurrent_writers(store.clone()).await;
@@ -195,7 +198,8 @@ async fn graph_edge_properties(store: &dyn GraphStore) {
 
 /// The reads behind a pruned triplet search: sketches (keys, type keys and
 /// weights), edges by key, and the edges of given types around some nodes.
-async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
+async fn graph_sketches_and_key_reads(store: &dyn GraphStore, generic: bool) {
+    let reads = if generic { store.generic_ranking() } else { store.ranking() };
     let ds = fresh_dataset();
     let (a, b, c, hub) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     let mut alice = node(a, "Entity", "alice");
@@ -219,7 +223,7 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
     edges.extend(contains.iter().cloned());
     store.upsert_edges(ds, &edges).await.unwrap();
 
-    let mut sketch = store.sketch_between(ds, &[a, b, c, Uuid::new_v4()], false).await.unwrap();
+    let mut sketch = reads.sketch_between(ds, &[a, b, c, Uuid::new_v4()], false).await.unwrap();
     sketch.nodes.sort_by_key(|n| n.id);
     sketch.edges.sort_by_key(|e| e.key());
     let mut want_nodes = vec![(a, Some(json!(0.5))), (b, None), (c, Some(json!(0.5)))];
@@ -232,16 +236,16 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
     let got: Vec<_> = sketch.edges.iter().map(|e| (e.key(), e.type_key)).collect();
     assert_eq!(got, want_edges, "the edges between two seeds, keyed by their type (text, else name)");
     assert!(sketch.edges.iter().all(|e| e.feedback_weight.is_none()));
-    let with_feedback = store.sketch_between(ds, &[a, b], true).await.unwrap();
+    let with_feedback = reads.sketch_between(ds, &[a, b], true).await.unwrap();
     let alice = with_feedback.nodes.iter().find(|n| n.id == a).unwrap();
     assert_eq!(alice.feedback_weight, Some(json!(0.9)));
     assert_eq!(with_feedback.edges.len(), 1);
     assert_eq!(with_feedback.edges[0].feedback_weight, Some(json!(0.75)));
-    assert_eq!(store.sketch_between(ds, &[Uuid::new_v4()], false).await.unwrap(), Default::default());
+    assert_eq!(reads.sketch_between(ds, &[Uuid::new_v4()], false).await.unwrap(), Default::default());
 
     // Edges by key: unknown keys skipped, the projection applied, texts read.
     let only: &'static [&'static str] = &["edge_object_id"];
-    let mut got = store
+    let mut got = reads
         .get_edges(ds, &[taught.key(), contains[5].key(), (a, "taught".into(), c)], EdgeProjection::Only(only))
         .await
         .unwrap();
@@ -255,10 +259,10 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
         .collect();
     want.sort_by_key(|e| e.key());
     assert_eq!(got, want);
-    assert!(store.get_edges(ds, &[], EdgeProjection::All).await.unwrap().is_empty());
+    assert!(reads.get_edges(ds, &[], EdgeProjection::All).await.unwrap().is_empty());
 
     // Edges of given types around the hub: two of its 31, and their endpoints.
-    let sub = store
+    let sub = reads
         .edges_around_of_types(
             ds,
             &[hub],
@@ -278,15 +282,15 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore) {
     let mut want_ids = vec![hub, spokes[7], c];
     want_ids.sort();
     assert_eq!(ids, want_ids, "the nodes asked about and the kept edges' other endpoints");
-    let sub = store.edges_around_of_types(ds, &[b], &[taught.type_key()], EdgeProjection::Only(&[])).await.unwrap();
+    let sub = reads.edges_around_of_types(ds, &[b], &[taught.type_key()], EdgeProjection::Only(&[])).await.unwrap();
     assert_eq!(sub.edges.len(), 1, "incoming edges count too");
     assert!(sub.edges[0].properties.is_empty());
-    assert!(store.edges_around_of_types(ds, &[hub], &[], EdgeProjection::All).await.unwrap().edges.is_empty());
+    assert!(reads.edges_around_of_types(ds, &[hub], &[], EdgeProjection::All).await.unwrap().edges.is_empty());
 
     // A rewritten text re-keys the edge.
     let retold = taught.clone().with_text("Alice mentored Bob.");
     store.upsert_edges(ds, std::slice::from_ref(&retold)).await.unwrap();
-    let sketch = store.sketch_between(ds, &[a, b], false).await.unwrap();
+    let sketch = reads.sketch_between(ds, &[a, b], false).await.unwrap();
     assert_eq!(sketch.edges[0].type_key, retold.type_key());
     assert_ne!(retold.type_key(), taught.type_key());
     store.delete_dataset(ds).await.unwrap();

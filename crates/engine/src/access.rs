@@ -135,7 +135,7 @@ impl Engine {
     pub(crate) async fn writable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
         match target {
             DatasetRef::Name(name) => {
-                crate::remember::validate_dataset_name(name)?;
+                crate::ingest::remember::validate_dataset_name(name)?;
                 self.relational.datasets.ensure_dataset(user, name).await
             }
             DatasetRef::Id(_) => self.authorize(user, target, Permission::Write).await,

@@ -3,19 +3,8 @@
 //! crate wires adapters in through [`EngineBuilder`].
 
 mod access;
-mod chunking;
-mod cognify;
-pub mod dataset_routing;
-pub mod extract;
-mod forget;
-mod global_context;
-mod normalise;
-mod prompt_files;
-mod query_embedder;
-mod recall;
-mod remember;
-pub mod scope;
-mod search;
+pub mod ingest;
+pub mod query;
 pub mod skills;
 
 use std::path::PathBuf;
@@ -28,13 +17,19 @@ use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use access::DatasetListing;
-pub use chunking::{chunk_text, TextChunk};
-pub use dataset_routing::DatasetRoutingConfig;
-pub use forget::ForgetOutcome;
-pub use global_context::{bucket_summary_id, root_summary_id};
-pub use recall::{RecallExplain, RecallRequest, StageTiming, DEFAULT_TOP_K};
-pub use remember::{check_inputs, NoProgress, RememberInput, RememberOutcome, RememberProgress};
-pub use search::{SearchRequest, DEFAULT_SEARCH_SYSTEM_PROMPT};
+pub use ingest::chunking::{chunk_text, TextChunk};
+pub use ingest::extract;
+pub use ingest::forget::ForgetOutcome;
+pub use ingest::global_context::{bucket_summary_id, root_summary_id};
+pub use ingest::progress::{NoProgress, RememberProgress};
+pub use ingest::remember::{check_inputs, RememberInput, RememberOutcome};
+pub use query::dataset_routing::{self, DatasetRoutingConfig};
+pub use query::normalise::SearchResultPayload;
+pub use query::recall::{RecallExplain, StageTiming};
+pub use query::request::RecallRequest;
+pub use query::scope;
+pub use query::search::SearchRequest;
+pub use recall_core::{SearchOptions, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOP_K};
 
 /// Engine settings that are not ports.
 #[derive(Debug, Clone)]
@@ -242,7 +237,7 @@ impl EngineBuilder {
             relational: self.relational,
             graph: self.graph,
             vectors: self.vectors,
-            query_embedder: Arc::new(query_embedder::QueryEmbedder::new(self.embedder.clone())),
+            query_embedder: Arc::new(query::query_embedder::QueryEmbedder::new(self.embedder.clone())),
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,
@@ -295,6 +290,12 @@ impl Engine {
             self.vectors.refresh().await?;
         }
         Ok(())
+    }
+
+    /// The settings this engine runs with (front ends read `access_control`
+    /// to shape legacy search results).
+    pub fn settings(&self) -> &EngineConfig {
+        &self.config
     }
 
     /// Whether a usable LLM is configured (decides the no-`query_type` default).

@@ -11,8 +11,8 @@ use recall_skills::{parse_skill, Skill, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYP
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cognify::EmbedRow;
-use crate::recall::RecallRequest;
+use crate::ingest::cognify::EmbedRow;
+use crate::query::request::RecallRequest;
 use crate::Engine;
 
 /// The file name a skill directory holds (matched case-insensitively).
@@ -90,7 +90,7 @@ impl Engine {
     ) -> Result<(Dataset, Vec<AddedSkill>)> {
         let target = dataset.into();
         if let DatasetRef::Name(name) = &target {
-            crate::remember::validate_dataset_name(name)?;
+            crate::ingest::remember::validate_dataset_name(name)?;
         }
         if paths.is_empty() {
             return Err(RecallError::invalid_input("Nothing to add: pass at least one skill file or directory."));
@@ -150,7 +150,7 @@ impl Engine {
     pub(crate) fn skill_gate_applies(&self, request: &RecallRequest, graph_in_scope: bool) -> bool {
         self.config.skill_gate_enabled
             && graph_in_scope
-            && !request.only_context
+            && !request.options.only_context
             && !matches!(request.query_type, Some(SearchType::Skills | SearchType::AgenticCompletion))
             && recall_skills::should_search_skills(&request.query_text).fired
     }
@@ -174,7 +174,7 @@ impl Engine {
         };
         self.observe_data_versions(&[dataset.id]).await?;
         let ctx = self.retrieval_context(&dataset, std::sync::Arc::new(recall_core::NoEvents));
-        let options = RetrieverOptions { top_k: Some(DEFAULT_SKILL_GATE_TOP_K), ..Default::default() };
+        let options = RetrieverOptions::with_top_k(DEFAULT_SKILL_GATE_TOP_K);
         let retriever = self.retrievers.get(SearchType::Skills)?;
         let objects = retriever.get_retrieved_objects(&ctx, &request.query_text, &options).await?;
         Ok(objects

@@ -66,7 +66,7 @@ pub enum RecallError {
     #[error("{0}")]
     NoData(String),
 
-    #[error("{} search is disabled by default for security reasons. Set the environment variable ALLOW_CYPHER_QUERY=true, and only do so when every user of this deployment is trusted.", .0)]
+    #[error("{} search is disabled by default for security reasons.", .0)]
     SearchTypeDisabled(crate::SearchType),
 
     #[error("{0}")]
@@ -82,7 +82,7 @@ pub enum RecallError {
     #[error("{0}")]
     LlmPaymentRequired(String),
 
-    #[error("Dataset {dataset_id} was embedded with '{stored_model}' ({stored_dimensions} dimensions), but the configured embedding model '{configured_model}' produces {configured_dimensions}. A dataset's vectors must all come from one model. Re-embed the dataset with the configured model, or configure '{stored_model}' again.")]
+    #[error("Dataset {dataset_id} was embedded with '{stored_model}' ({stored_dimensions} dimensions), but the configured embedding model '{configured_model}' produces {configured_dimensions}. A dataset's vectors must all come from one model.")]
     EmbeddingDimensionMismatch {
         dataset_id: String,
         stored_model: String,
@@ -203,6 +203,21 @@ impl RecallError {
             RecallError::NotFound(_) => "NotFoundError",
             RecallError::Provider(_) => "ProviderError",
             RecallError::Backend(_) => "BackendError",
+        }
+    }
+
+    /// What to do about it, when there is something to do: a server sends it
+    /// as `remediation` beside `detail`, the CLI prints it under the error.
+    pub fn remediation(&self) -> Option<String> {
+        match self {
+            RecallError::SearchTypeDisabled(_) => Some(
+                "Set the environment variable ALLOW_CYPHER_QUERY=true, and only do so when every user of this deployment is trusted."
+                    .into(),
+            ),
+            RecallError::EmbeddingDimensionMismatch { stored_model, .. } => Some(format!(
+                "Re-embed the dataset with the configured model, or configure '{stored_model}' again."
+            )),
+            _ => None,
         }
     }
 
@@ -349,6 +364,16 @@ mod tests {
             configured_dimensions: 4,
         };
         assert_eq!(mismatch.http_status(), 409);
+        assert_eq!(
+            mismatch.remediation().as_deref(),
+            Some("Re-embed the dataset with the configured model, or configure 'a' again.")
+        );
+        let disabled = RecallError::SearchTypeDisabled(crate::SearchType::Cypher);
+        assert_eq!(disabled.to_string(), "CYPHER search is disabled by default for security reasons.");
+        assert!(disabled
+            .remediation()
+            .is_some_and(|r| r.starts_with("Set the environment variable ALLOW_CYPHER_QUERY=true")));
+        assert_eq!(RecallError::top_k_not_positive().remediation(), None);
         assert!(mismatch.to_string().starts_with(
             "Dataset d was embedded with 'a' (3 dimensions), but the configured embedding model 'b' produces 4."
         ));

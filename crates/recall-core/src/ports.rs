@@ -84,7 +84,7 @@ impl EdgeSketch {
 
 /// A projection reduced to what a triplet ranking reads: scoring a memory
 /// fragment needs neither texts nor most properties, and the winners are
-/// read in full afterwards ([`GraphStore::get_edges`], [`GraphStore::get_nodes`]).
+/// read in full afterwards ([`RankingReads::get_edges`], [`GraphStore::get_nodes`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sketch {
     pub nodes: Vec<NodeSketch>,
@@ -132,9 +132,15 @@ impl Sketch {
 }
 
 /// A property graph of typed nodes and named edges, partitioned by dataset.
+///
+/// A store implements the primitives (writes, reads by id, one hop of
+/// adjacency, the edges between or around a set of nodes); the composed reads
+/// — the k-hop neighbourhood, Cognee's ID-filtered projection, the node-set
+/// subgraph — are written once over them. What a store can do faster or
+/// additionally is an optional capability ([`GraphCapabilities`]).
 #[cfg_attr(feature = "test-utils", mockall::automock)]
 #[async_trait]
-pub trait GraphStore: Send + Sync {
+pub trait GraphStore: GraphCapabilities + Send + Sync {
     fn name(&self) -> &'static str {
         "graph"
     }
@@ -145,94 +151,31 @@ pub trait GraphStore: Send + Sync {
     /// Inserts or replaces edges, keyed by (source, relationship_name, target).
     async fn upsert_edges(&self, dataset: DatasetId, edges: &[Edge]) -> Result<()>;
 
-    /// The nodes with these ids; unknown ids are skipped.
+    /// The nodes with these ids, in the order asked; unknown ids are skipped.
     async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>>;
 
-    /// The nodes within `depth` hops of the seeds (either direction) and every
-    /// edge between them, with the edge properties of `edge_properties`.
-    /// `depth` 1 is Cognee's 1-hop projection.
-    async fn neighborhood(
-        &self,
-        dataset: DatasetId,
-        seeds: &[Uuid],
-        depth: usize,
-        edge_properties: EdgeProjection,
-    ) -> Result<Subgraph>;
+    /// The ids one edge away from `ids`, in either direction (members of
+    /// `ids` included when an edge joins two of them; repeats allowed):
+    /// endpoints only, no edge read in full.
+    async fn adjacent_ids(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Uuid>>;
 
-    /// Cognee's ID-filtered projection: the nodes with these ids, every edge
-    /// with at least one endpoint among them, and those edges' other
-    /// endpoints — not the edges between two neighbours. The default filters
-    /// [`GraphStore::neighborhood`]; adapters can fetch less.
-    async fn edges_around(
+    /// The edges with both endpoints among `ids`, with the properties of
+    /// `edge_properties`.
+    async fn edges_between(
         &self,
         dataset: DatasetId,
         ids: &[Uuid],
         edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let sub = self.neighborhood(dataset, ids, 1, edge_properties).await?;
-        let seeds: std::collections::HashSet<Uuid> = ids.iter().copied().collect();
-        let edges: Vec<Edge> = sub
-            .edges
-            .into_iter()
-            .filter(|e| seeds.contains(&e.source_node_id) || seeds.contains(&e.target_node_id))
-            .collect();
-        Ok(Subgraph { nodes: sub.nodes, edges })
-    }
+    ) -> Result<Vec<Edge>>;
 
-    /// [`GraphStore::neighborhood`] at depth 0 (the seeds and the edges
-    /// between two of them) as a [`Sketch`]: what a triplet ranking reads,
-    /// with the feedback weights when `feedback`. The default reduces the
-    /// full read; the SQL store reads the type keys it keeps in a column.
-    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
-        let graph = self.neighborhood(dataset, seeds, 0, Sketch::edge_projection(feedback)).await?;
-        Ok(Sketch::of(&graph, feedback))
-    }
-
-    /// The edges with these keys, with the properties of `edge_properties`;
-    /// unknown keys are skipped, the order is the store's. The default reads
-    /// the edges between the keys' endpoints.
-    async fn get_edges(
-        &self,
-        dataset: DatasetId,
-        keys: &[EdgeKey],
-        edge_properties: EdgeProjection,
-    ) -> Result<Vec<Edge>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
-        ends.sort();
-        ends.dedup();
-        let wanted: std::collections::HashSet<(Uuid, &str, Uuid)> =
-            keys.iter().map(|k| (k.0, k.1.as_str(), k.2)).collect();
-        let graph = self.neighborhood(dataset, &ends, 0, edge_properties).await?;
-        Ok(graph
-            .edges
-            .into_iter()
-            .filter(|e| wanted.contains(&(e.source_node_id, e.relationship_name.as_str(), e.target_node_id)))
-            .collect())
-    }
-
-    /// [`GraphStore::edges_around`] restricted to the edges whose
-    /// [`Edge::type_key`] is among `type_keys`: the edges a vector hit on
-    /// the edge collection scores, found without reading a hub's every edge.
-    /// The nodes are `ids` and the kept edges' endpoints. The default
-    /// filters `edges_around`; the SQL store reads them by an index on the key.
-    async fn edges_around_of_types(
+    /// The edges with at least one endpoint among `ids`, each once, with the
+    /// properties of `edge_properties`.
+    async fn edges_touching(
         &self,
         dataset: DatasetId,
         ids: &[Uuid],
-        type_keys: &[Uuid],
         edge_properties: EdgeProjection,
-    ) -> Result<Subgraph> {
-        let types: std::collections::HashSet<&Uuid> = type_keys.iter().collect();
-        let mut sub = self.edges_around(dataset, ids, edge_properties).await?;
-        sub.edges.retain(|e| types.contains(&e.type_key()));
-        let keep: std::collections::HashSet<Uuid> =
-            sub.edges.iter().flat_map(|e| [e.source_node_id, e.target_node_id]).chain(ids.iter().copied()).collect();
-        sub.nodes.retain(|n| keep.contains(&n.id));
-        Ok(sub)
-    }
+    ) -> Result<Vec<Edge>>;
 
     /// Every node and edge of one dataset (for exports, indexes and forget).
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph>;
@@ -256,9 +199,59 @@ pub trait GraphStore: Send + Sync {
     /// Deletes every node and edge of a dataset.
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
 
+    /// The nodes within `depth` hops of the seeds (either direction) and every
+    /// edge between them, with the edge properties of `edge_properties`.
+    /// `depth` 1 is Cognee's 1-hop projection; at depth 0 the nodes are the
+    /// known seeds in the order asked. One walk over [`GraphStore::adjacent_ids`]
+    /// for every store.
+    async fn neighborhood(
+        &self,
+        dataset: DatasetId,
+        seeds: &[Uuid],
+        depth: usize,
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let found = self.get_nodes(dataset, seeds).await?;
+        let mut reached: std::collections::HashSet<Uuid> = found.iter().map(|n| n.id).collect();
+        let mut frontier: Vec<Uuid> = found.iter().map(|n| n.id).collect();
+        for _ in 0..depth {
+            if frontier.is_empty() {
+                break;
+            }
+            frontier =
+                self.adjacent_ids(dataset, &frontier).await?.into_iter().filter(|id| reached.insert(*id)).collect();
+        }
+        let nodes = if reached.len() == found.len() {
+            found
+        } else {
+            let mut ids: Vec<Uuid> = reached.into_iter().collect();
+            ids.sort();
+            self.get_nodes(dataset, &ids).await?
+        };
+        let ids: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let edges = self.edges_between(dataset, &ids, edge_properties).await?;
+        Ok(Subgraph { nodes, edges })
+    }
+
+    /// Cognee's ID-filtered projection: the nodes with these ids, every edge
+    /// with at least one endpoint among them, and those edges' other
+    /// endpoints — not the edges between two neighbours, and no read of the
+    /// neighbours' own edges.
+    async fn edges_around(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        let nodes = self.get_nodes(dataset, ids).await?;
+        let found: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+        let edges = self.edges_touching(dataset, &found, edge_properties).await?;
+        with_endpoints(self, dataset, nodes, edges).await
+    }
+
     /// The nodes tagged with the filter's node sets (`belongs_to_set`), every
     /// edge touching them, and those edges' other endpoints. The default reads
-    /// the dataset's graph; adapters may push the filter down.
+    /// the dataset's graph.
     async fn nodeset_subgraph(&self, dataset: DatasetId, filter: &NodeSetFilter) -> Result<Subgraph> {
         let graph = self.get_graph(dataset).await?;
         let members: std::collections::HashSet<Uuid> = graph
@@ -285,22 +278,159 @@ pub trait GraphStore: Send + Sync {
         Ok(Subgraph { nodes: graph.nodes.into_iter().filter(|n| keep.contains(&n.id)).collect(), edges })
     }
 
-    /// Whether [`GraphStore::query_cypher`] is available.
-    fn supports_cypher(&self) -> bool {
-        false
-    }
-
-    /// Runs a Cypher query with `$dataset_id` bound to the dataset; one JSON
-    /// object per row. Stores that do not speak Cypher refuse.
-    async fn query_cypher(&self, _dataset: DatasetId, _query: &str) -> Result<Vec<Map<String, Value>>> {
-        Err(crate::RecallError::SearchTypeNotSupported(format!(
-            "The graph store '{}' does not run Cypher queries.",
-            self.name()
-        )))
-    }
-
     async fn healthcheck(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// `nodes` and `edges` completed with the edges' other endpoints; an edge
+/// whose endpoint is missing (a dangling edge) is dropped.
+pub async fn with_endpoints<S: GraphStore + ?Sized>(
+    store: &S,
+    dataset: DatasetId,
+    mut nodes: Vec<Node>,
+    mut edges: Vec<Edge>,
+) -> Result<Subgraph> {
+    let known: std::collections::HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+    let mut others: Vec<Uuid> = edges
+        .iter()
+        .flat_map(|e| [e.source_node_id, e.target_node_id])
+        .filter(|id| !known.contains(id))
+        .collect::<std::collections::HashSet<_>>()
+        .into_iter()
+        .collect();
+    others.sort();
+    nodes.extend(store.get_nodes(dataset, &others).await?);
+    let present: std::collections::HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+    edges.retain(|e| present.contains(&e.source_node_id) && present.contains(&e.target_node_id));
+    Ok(Subgraph { nodes, edges })
+}
+
+/// What a graph store can do beyond the primitives. Each capability is
+/// absent by default: a triplet search then uses the generic reads over the
+/// primitives, and CYPHER is `SearchTypeNotSupported`.
+pub trait GraphCapabilities {
+    /// Faster ranking reads than the generic ones (the SQL store's indexes).
+    fn ranking_reads(&self) -> Option<&dyn RankingReads> {
+        None
+    }
+
+    /// Cypher queries (Neo4j).
+    fn cypher(&self) -> Option<&dyn CypherQueries> {
+        None
+    }
+}
+
+#[cfg(feature = "test-utils")]
+impl GraphCapabilities for MockGraphStore {}
+
+/// The reads a triplet search ranks with (docs/retrievers.md,
+/// "brute_force_triplet_search"): sketches of the seeds' projection, the
+/// winners by key, and the edges of the hit types around the seeds.
+#[async_trait]
+pub trait RankingReads: Send + Sync {
+    /// [`GraphStore::neighborhood`] at depth 0 (the seeds and the edges
+    /// between two of them) as a [`Sketch`], with the feedback weights when
+    /// `feedback`.
+    async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch>;
+
+    /// The edges with these keys, with the properties of `edge_properties`;
+    /// unknown keys are skipped, the order is the store's.
+    async fn get_edges(
+        &self,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>>;
+
+    /// [`GraphStore::edges_around`] restricted to the edges whose
+    /// [`Edge::type_key`] is among `type_keys`: the edges a vector hit on the
+    /// edge collection scores. The nodes are `ids` and the kept edges' endpoints.
+    async fn edges_around_of_types(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        type_keys: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph>;
+}
+
+/// Cypher with `$dataset_id` bound to the dataset; one JSON object per row.
+#[async_trait]
+pub trait CypherQueries: Send + Sync {
+    async fn query_cypher(&self, dataset: DatasetId, query: &str) -> Result<Vec<Map<String, Value>>>;
+}
+
+/// The ranking reads of any store: its own when it has them, else the
+/// generic ones over its primitives (`store.ranking().sketch_between(…)`).
+pub struct Ranking<'a> {
+    store: &'a dyn GraphStore,
+    fast: Option<&'a dyn RankingReads>,
+}
+
+impl<'s> dyn GraphStore + 's {
+    /// What a triplet search reads through.
+    pub fn ranking(&self) -> Ranking<'_> {
+        Ranking { store: self, fast: self.ranking_reads() }
+    }
+
+    /// The generic reads over the primitives, even where the store has its
+    /// own (the conformance suite holds both to one contract).
+    pub fn generic_ranking(&self) -> Ranking<'_> {
+        Ranking { store: self, fast: None }
+    }
+}
+
+impl Ranking<'_> {
+    pub async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
+        if let Some(fast) = self.fast {
+            return fast.sketch_between(dataset, seeds, feedback).await;
+        }
+        let graph = self.store.neighborhood(dataset, seeds, 0, Sketch::edge_projection(feedback)).await?;
+        Ok(Sketch::of(&graph, feedback))
+    }
+
+    pub async fn get_edges(
+        &self,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+        edge_properties: EdgeProjection,
+    ) -> Result<Vec<Edge>> {
+        if let Some(fast) = self.fast {
+            return fast.get_edges(dataset, keys, edge_properties).await;
+        }
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
+        ends.sort();
+        ends.dedup();
+        let wanted: std::collections::HashSet<(Uuid, &str, Uuid)> =
+            keys.iter().map(|k| (k.0, k.1.as_str(), k.2)).collect();
+        let edges = self.store.edges_between(dataset, &ends, edge_properties).await?;
+        Ok(edges
+            .into_iter()
+            .filter(|e| wanted.contains(&(e.source_node_id, e.relationship_name.as_str(), e.target_node_id)))
+            .collect())
+    }
+
+    pub async fn edges_around_of_types(
+        &self,
+        dataset: DatasetId,
+        ids: &[Uuid],
+        type_keys: &[Uuid],
+        edge_properties: EdgeProjection,
+    ) -> Result<Subgraph> {
+        if let Some(fast) = self.fast {
+            return fast.edges_around_of_types(dataset, ids, type_keys, edge_properties).await;
+        }
+        let types: std::collections::HashSet<&Uuid> = type_keys.iter().collect();
+        let mut sub = self.store.edges_around(dataset, ids, edge_properties).await?;
+        sub.edges.retain(|e| types.contains(&e.type_key()));
+        let keep: std::collections::HashSet<Uuid> =
+            sub.edges.iter().flat_map(|e| [e.source_node_id, e.target_node_id]).chain(ids.iter().copied()).collect();
+        sub.nodes.retain(|n| keep.contains(&n.id));
+        Ok(sub)
     }
 }
 

@@ -6,7 +6,7 @@ use recall_core::{RecallError, Result};
 
 use serde_json::{json, Value};
 
-use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, Retriever, RetrieverOptions};
 
 /// Plain vector search over chunks; no LLM.
 #[derive(Debug, Clone)]
@@ -24,7 +24,7 @@ impl Default for ChunksRetriever {
 /// The hits of one collection as payload dicts with `id` and `score` (the
 /// raw distance). A collection the dataset has no rows in is `NoDataError`.
 pub(crate) async fn vector_payloads(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     collection: &str,
     query: &str,
     limit: usize,
@@ -63,32 +63,11 @@ pub(crate) fn no_chunks() -> RecallError {
 impl Retriever for ChunksRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let limit = options.top_k.unwrap_or(self.default_top_k);
+        let limit = options.top_k().unwrap_or(self.default_top_k);
         vector_payloads(ctx, DOCUMENT_CHUNK_TEXT, query, limit, options.node_set_filter()).await
-    }
-
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(passages(objects)))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
     }
 }

@@ -8,7 +8,7 @@ use recall_core::ports::NodeSetFilter;
 use recall_core::Result;
 use serde_json::Value;
 
-use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
 
 pub const DEFAULT_RULES_NODE_SET: &str = "coding_agent_rules";
 
@@ -19,12 +19,16 @@ pub struct CodingRulesRetriever;
 impl Retriever for CodingRulesRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         _query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let sets =
-            options.node_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| vec![DEFAULT_RULES_NODE_SET.into()]);
+        let sets = options
+            .search
+            .node_name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| vec![DEFAULT_RULES_NODE_SET.into()]);
         let lookups = sets.iter().map(|set| async move {
             let sub = ctx.graph.nodeset_subgraph(ctx.dataset.id, &NodeSetFilter::Any(vec![set.clone()])).await?;
             Ok::<_, recall_core::RecallError>(
@@ -51,22 +55,11 @@ impl Retriever for CodingRulesRetriever {
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::List(objects.iter().filter_map(Value::as_str).map(str::to_string).collect()))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::List(objects.iter().filter_map(Value::as_str).map(str::to_string).collect()))
     }
 }

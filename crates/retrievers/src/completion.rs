@@ -7,15 +7,15 @@ use recall_core::{RecallError, RecallEvent, RecallEvents, Result, Stage};
 use serde_json::Value;
 
 use crate::prompts;
-use crate::{PromptPreview, RetrievalContext, RetrieverOptions};
+use crate::{DatasetPorts, PromptPreview, RetrieverOptions};
 
 /// The system prompt: the caller's `system_prompt` if non-blank, else the
 /// template at `system_prompt_path`, else the retriever's default template.
 pub fn system_prompt(options: &RetrieverOptions, default_path: &str) -> Result<String> {
-    if let Some(s) = options.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
+    if let Some(s) = options.search.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
         return Ok(s.to_string());
     }
-    let name = options.system_prompt_path.as_deref().unwrap_or(default_path);
+    let name = options.search.system_prompt_path.as_deref().unwrap_or(default_path);
     prompts::render_source(&prompts::load_with(name, &options.prompt_files)?, &[])
 }
 
@@ -38,7 +38,7 @@ pub fn build_prompts(
 pub fn preview(
     user_template: &str,
     question: &str,
-    context: &crate::RetrievedContext,
+    context: &crate::LlmContext,
     options: &RetrieverOptions,
 ) -> Result<Option<PromptPreview>> {
     if context.is_empty() {
@@ -48,7 +48,7 @@ pub fn preview(
 }
 
 /// A free-text LLM call.
-pub async fn chat(ctx: &RetrievalContext, who: &str, system: &str, user: &str) -> Result<String> {
+pub async fn chat(ctx: &DatasetPorts, who: &str, system: &str, user: &str) -> Result<String> {
     ctx.require_llm(who)?.chat(&ChatRequest::new(system, user)).await
 }
 
@@ -56,14 +56,14 @@ pub async fn chat(ctx: &RetrievalContext, who: &str, system: &str, user: &str) -
 /// a JSON value that validates against it. An answer that does not validate
 /// is asked for once more, then rejected with a typed error.
 pub async fn generate(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     who: &str,
     prompt: &PromptPreview,
     options: &RetrieverOptions,
 ) -> Result<Value> {
     let llm = ctx.require_llm(who)?;
     let request = ChatRequest::new(prompt.system_prompt.clone(), prompt.user_prompt.clone());
-    let Some(schema) = options.response_schema.as_ref() else {
+    let Some(schema) = options.search.response_schema.as_ref() else {
         return Ok(Value::String(llm.chat(&request).await?));
     };
     let model = crate::schema::compile(schema)?;
@@ -83,12 +83,12 @@ pub async fn generate(
 /// them and the answer is plain text, else [`generate`]. Intermediate calls
 /// (chain-of-thought rounds, sub-answers) use [`generate`] and never stream.
 pub async fn final_answer(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     who: &str,
     prompt: &PromptPreview,
     options: &RetrieverOptions,
 ) -> Result<Value> {
-    if options.response_schema.is_none() && ctx.events.wants_deltas() {
+    if options.search.response_schema.is_none() && ctx.events.wants_deltas() {
         let llm = ctx.require_llm(who)?;
         let request = ChatRequest::new(prompt.system_prompt.clone(), prompt.user_prompt.clone());
         return streamed(ctx.events.as_ref(), llm.as_ref(), &request).await.map(Value::String);
@@ -155,12 +155,12 @@ mod tests {
             system_prompt(&o, prompts::ANSWER_SIMPLE_QUESTION).unwrap_or_default(),
             "Answer the question using the provided context. Be as brief as possible."
         );
-        o.system_prompt = Some("  ".into());
-        o.system_prompt_path = Some(prompts::SUMMARIZE_SEARCH_RESULTS.into());
+        o.search.system_prompt = Some("  ".into());
+        o.search.system_prompt_path = Some(prompts::SUMMARIZE_SEARCH_RESULTS.into());
         assert!(system_prompt(&o, prompts::ANSWER_SIMPLE_QUESTION)
             .unwrap_or_default()
             .starts_with("You are a summarisation"));
-        o.system_prompt = Some("Be terse.".into());
+        o.search.system_prompt = Some("Be terse.".into());
         assert_eq!(system_prompt(&o, prompts::ANSWER_SIMPLE_QUESTION).unwrap_or_default(), "Be terse.");
     }
 }

@@ -4,20 +4,20 @@
 //! being searched.
 
 use async_trait::async_trait;
+use recall_core::ports::CypherQueries;
 use recall_core::{RecallError, Result};
 use serde_json::{Map, Value};
 
-use crate::{completion, prompts, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{completion, prompts, DatasetPorts, LlmContext, Retriever, RetrieverOptions};
 
-fn require_cypher(ctx: &RetrievalContext, who: &str) -> Result<()> {
-    if ctx.graph.supports_cypher() {
-        Ok(())
-    } else {
-        Err(RecallError::SearchTypeNotSupported(format!(
+/// The store's Cypher capability, or `SearchTypeNotSupported` naming the type and the store.
+fn require_cypher<'a>(ctx: &'a DatasetPorts, who: &str) -> Result<&'a dyn CypherQueries> {
+    ctx.graph.cypher().ok_or_else(|| {
+        RecallError::SearchTypeNotSupported(format!(
             "{who} needs a graph store that runs Cypher queries (Neo4j); the configured graph store '{}' does not.",
             ctx.graph.name()
-        )))
-    }
+        ))
+    })
 }
 
 fn rows_to_values(rows: Vec<Map<String, Value>>) -> Vec<Value> {
@@ -32,15 +32,15 @@ pub struct CypherRetriever;
 impl Retriever for CypherRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         _options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        require_cypher(ctx, "CYPHER")?;
+        let cypher = require_cypher(ctx, "CYPHER")?;
         if ctx.graph.is_empty(ctx.dataset.id).await? {
             return Ok(Vec::new());
         }
-        match ctx.graph.query_cypher(ctx.dataset.id, query).await {
+        match cypher.query_cypher(ctx.dataset.id, query).await {
             Ok(rows) => Ok(rows_to_values(rows)),
             Err(e) => {
                 tracing::warn!(error = %e, "Cypher query failed");
@@ -51,23 +51,12 @@ impl Retriever for CypherRetriever {
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         _objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(String::new()))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::Text(String::new()))
     }
 }
 
@@ -95,12 +84,12 @@ fn clean_cypher(answer: &str) -> String {
 impl Retriever for NaturalLanguageRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
         const WHO: &str = "NATURAL_LANGUAGE";
-        require_cypher(ctx, WHO)?;
+        let graph = require_cypher(ctx, WHO)?;
         if ctx.graph.is_empty(ctx.dataset.id).await? {
             return Ok(Vec::new());
         }
@@ -108,7 +97,7 @@ impl Retriever for NaturalLanguageRetriever {
         let template =
             options.rsc_str("system_prompt_path")?.unwrap_or_else(|| prompts::NATURAL_LANGUAGE_SYSTEM.into());
         let source = prompts::load_with(&template, &options.prompt_files)?;
-        let schema_rows = ctx.graph.query_cypher(ctx.dataset.id, SCHEMA_QUERY).await.unwrap_or_default();
+        let schema_rows = graph.query_cypher(ctx.dataset.id, SCHEMA_QUERY).await.unwrap_or_default();
         let edge_schemas: Vec<String> = schema_rows
             .iter()
             .map(|r| {
@@ -127,7 +116,7 @@ impl Retriever for NaturalLanguageRetriever {
                 ],
             )?;
             let cypher = clean_cypher(&completion::chat(ctx, WHO, &system, query).await?);
-            match ctx.graph.query_cypher(ctx.dataset.id, &cypher).await {
+            match graph.query_cypher(ctx.dataset.id, &cypher).await {
                 Ok(rows) if !rows.is_empty() => return Ok(rows_to_values(rows)),
                 Ok(_) => previous.push_str(&format!("Query: {cypher} -> Result: None\n")),
                 Err(e) => previous.push_str(&format!("Query: {cypher} -> Executed with error: {e}\n")),
@@ -139,23 +128,12 @@ impl Retriever for NaturalLanguageRetriever {
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         _objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(String::new()))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::Text(String::new()))
     }
 }
 

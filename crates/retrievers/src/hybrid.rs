@@ -21,7 +21,7 @@ use crate::chunks::hit_payload;
 use crate::graph::search::empty_graph;
 use crate::lexical::LexicalIndexCache;
 use crate::rag::with_chunk_evidence;
-use crate::{completion, prompts, PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{completion, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// Lane sizes and switches of one hybrid search.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +39,7 @@ impl HybridParams {
     /// retriever_specific_config values uncapped, else `min(top_k, 10)`, else 5.
     pub fn from_options(options: &RetrieverOptions) -> Result<Self> {
         let lane = |key: &str| -> Result<usize> {
-            Ok(options.rsc_usize(key)?.unwrap_or_else(|| options.top_k.map_or(5, |k| k.min(10))))
+            Ok(options.rsc_usize(key)?.unwrap_or_else(|| options.top_k().map_or(5, |k| k.min(10))))
         };
         Ok(Self {
             chunks_top_k: lane("chunks_top_k")?,
@@ -335,7 +335,7 @@ pub(crate) fn select_facts(
 
 /// The candidates of one hybrid search (also used by TEMPORAL, uncut).
 pub(crate) async fn hybrid_candidates(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     lexical: &LexicalIndexCache,
     query: &str,
     params: &HybridParams,
@@ -423,93 +423,103 @@ pub(crate) async fn hybrid_candidates(
     Ok(HybridResult { prelude, chunks, entities, facts })
 }
 
-/// The shared completion of HYBRID_COMPLETION and TEMPORAL.
-pub(crate) async fn hybrid_answer(
-    ctx: &RetrievalContext,
-    who: &str,
-    query: &str,
-    objects: &[Value],
-    context: &RetrievedContext,
-    options: &RetrieverOptions,
-) -> Result<Option<Vec<Value>>> {
-    let Some(prompt) = hybrid_preview(query, context, options)? else {
-        return Ok(Some(Vec::new()));
-    };
-    let answer = completion::final_answer(ctx, who, &prompt, options).await?;
-    Ok(Some(vec![with_chunk_evidence(answer, &HybridResult::from_objects(objects).chunks, options)]))
+/// What sets a hybrid-family type apart: how it gathers its candidates
+/// (one [`HybridResult`] as the single object). The context, the answer and
+/// the preview are the family's, in [`HybridFamily`].
+#[async_trait]
+pub trait HybridStrategy: Send + Sync {
+    /// The type's name in logs and provider errors.
+    const NAME: &'static str;
+
+    /// Step 1: the candidates, as one serialised [`HybridResult`].
+    async fn candidates(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<HybridResult>;
 }
 
-pub(crate) fn hybrid_preview(
-    query: &str,
-    context: &RetrievedContext,
-    options: &RetrieverOptions,
-) -> Result<Option<PromptPreview>> {
-    completion::preview(prompts::HYBRID_CONTEXT_FOR_QUESTION, query, context, options)
-}
-
+/// A hybrid-family retriever: its strategy's candidates, rendered as
+/// passages, entities and facts, answered with the hybrid-context prompt.
 #[derive(Debug, Clone)]
-pub struct HybridRetriever {
-    lexical: Arc<LexicalIndexCache>,
-}
-
-impl HybridRetriever {
-    pub fn new(lexical: Arc<LexicalIndexCache>) -> Self {
-        Self { lexical }
-    }
-}
+pub struct HybridFamily<S>(pub S);
 
 #[async_trait]
-impl Retriever for HybridRetriever {
+impl<S: HybridStrategy> Retriever for HybridFamily<S> {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
         if query.trim().is_empty() {
             return Err(recall_core::RecallError::empty_query());
         }
-        if ctx.graph.is_empty(ctx.dataset.id).await? {
-            return Err(empty_graph());
-        }
-        let params = HybridParams::from_options(options)?;
-        let result = hybrid_candidates(ctx, &self.lexical, query, &params, options).await?;
+        let result = self.0.candidates(ctx, query, options).await?;
         Ok(vec![serde_json::to_value(result).unwrap_or(Value::Null)])
     }
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(HybridResult::from_objects(objects).render()))
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::Text(HybridResult::from_objects(objects).render()))
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         objects: &[Value],
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        hybrid_answer(ctx, "HYBRID_COMPLETION", query, objects, context, options).await
+        let Some(prompt) = self.prompt_preview(ctx, query, context, options).await? else {
+            return Ok(Some(Vec::new()));
+        };
+        let answer = completion::final_answer(ctx, S::NAME, &prompt, options).await?;
+        Ok(Some(vec![with_chunk_evidence(answer, &HybridResult::from_objects(objects).chunks, options)]))
     }
 
     async fn prompt_preview(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         query: &str,
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
-        hybrid_preview(query, context, options)
+        completion::preview(prompts::HYBRID_CONTEXT_FOR_QUESTION, query, context, options)
     }
 
     fn is_generative(&self) -> bool {
         true
+    }
+}
+
+/// HYBRID_COMPLETION: chunks (vector and BM25, fused), entities and facts.
+pub type HybridRetriever = HybridFamily<HybridSearch>;
+
+/// HYBRID_COMPLETION's candidates: one hybrid search.
+#[derive(Debug, Clone)]
+pub struct HybridSearch {
+    lexical: Arc<LexicalIndexCache>,
+}
+
+impl HybridRetriever {
+    pub fn new(lexical: Arc<LexicalIndexCache>) -> Self {
+        HybridFamily(HybridSearch { lexical })
+    }
+}
+
+#[async_trait]
+impl HybridStrategy for HybridSearch {
+    const NAME: &'static str = "HYBRID_COMPLETION";
+
+    async fn candidates(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<HybridResult> {
+        if ctx.graph.is_empty(ctx.dataset.id).await? {
+            return Err(empty_graph());
+        }
+        let params = HybridParams::from_options(options)?;
+        hybrid_candidates(ctx, &self.lexical, query, &params, options).await
     }
 }
 
@@ -551,12 +561,12 @@ mod tests {
 
     #[test]
     fn lane_sizes() {
-        let mut o = RetrieverOptions { top_k: Some(15), ..Default::default() };
+        let mut o = RetrieverOptions::with_top_k(15);
         let p = HybridParams::from_options(&o).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((p.chunks_top_k, p.entities_top_k, p.facts_top_k, p.max_edges_per_entity), (10, 10, 10, 10));
-        o.retriever_specific_config.insert("chunks_top_k".into(), json!(25));
+        o.search.retriever_specific_config.insert("chunks_top_k".into(), json!(25));
         assert_eq!(HybridParams::from_options(&o).map(|p| p.chunks_top_k).ok(), Some(25));
-        o.retriever_specific_config.insert("facts_top_k".into(), json!("many"));
+        o.search.retriever_specific_config.insert("facts_top_k".into(), json!("many"));
         assert!(HybridParams::from_options(&o).is_err());
     }
 }

@@ -19,8 +19,7 @@ use recall_core::text::{is_stop_word, word_tokens};
 use recall_core::{DatasetId, RecallError, Result};
 use serde_json::{json, Value};
 
-use crate::chunks::passages;
-use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, Retriever, RetrieverOptions};
 
 pub const K1: f64 = 1.5;
 pub const B: f64 = 0.75;
@@ -153,7 +152,7 @@ impl std::fmt::Debug for LexicalIndexCache {
 impl LexicalIndexCache {
     /// The dataset's index, built from its chunk nodes on first use.
     /// Zero chunks is `NoDataError`.
-    pub async fn get(&self, ctx: &RetrievalContext) -> Result<Arc<Bm25Index>> {
+    pub async fn get(&self, ctx: &DatasetPorts) -> Result<Arc<Bm25Index>> {
         let key = (ctx.dataset.id, ctx.data_version);
         let graph = ctx.graph.clone();
         let dataset = ctx.dataset.id;
@@ -200,34 +199,13 @@ impl LexicalChunksRetriever {
 impl Retriever for LexicalChunksRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
         let index = self.cache.get(ctx).await?;
-        let top_k = options.top_k.unwrap_or(self.default_top_k);
+        let top_k = options.top_k().unwrap_or(self.default_top_k);
         Ok(index.search(query, top_k).into_iter().map(|(d, _)| index.doc(d).clone()).collect())
-    }
-
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(passages(objects)))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
     }
 }
 

@@ -1,65 +1,67 @@
-//! RAG_COMPLETION (CompletionRetriever, docs/retrievers.md): chunk vector
-//! search, passages joined by newlines, one LLM answer.
+//! The passage-answer family (docs/retrievers.md): passages joined by
+//! newlines, one LLM answer. RAG_COMPLETION (`CompletionRetriever`) searches
+//! the chunk vectors; TRIPLET_COMPLETION (triplet.rs) the triplet texts.
 
 use async_trait::async_trait;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::Result;
 use serde_json::Value;
 
-use crate::chunks::{passages, vector_payloads};
+use crate::chunks::vector_payloads;
 use crate::evidence::{append_block, chunk_evidence_block, chunk_segments, EvidenceReference};
-use crate::{completion, prompts, PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{completion, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
-#[derive(Debug, Clone)]
-pub struct CompletionRetriever {
-    /// Direct-construction default (recall passes 15).
-    pub default_top_k: usize,
+/// What sets a passage-answer type apart: where its passages come from.
+/// The context (the passages' texts), the answer over
+/// `context_for_question.txt` and the preview are the family's, in
+/// [`PassageFamily`].
+#[async_trait]
+pub trait PassageStrategy: Send + Sync {
+    /// The type's name in logs and provider errors.
+    const NAME: &'static str;
+    /// Whether `include_references` lists the passages as chunk evidence.
+    const CHUNK_EVIDENCE: bool;
+
+    /// Step 1: the passages, as payload dicts with `text`.
+    async fn passages(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Value>>;
 }
 
-impl Default for CompletionRetriever {
-    fn default() -> Self {
-        Self { default_top_k: 1 }
-    }
-}
+/// A passage-answer retriever: its strategy's passages, joined by newlines,
+/// answered in one LLM call.
+#[derive(Debug, Clone, Default)]
+pub struct PassageFamily<S>(pub S);
 
 #[async_trait]
-impl Retriever for CompletionRetriever {
+impl<S: PassageStrategy> Retriever for PassageFamily<S> {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let limit = options.top_k.unwrap_or(self.default_top_k);
-        vector_payloads(ctx, DOCUMENT_CHUNK_TEXT, query, limit, options.node_set_filter()).await
-    }
-
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(passages(objects)))
+        self.0.passages(ctx, query, options).await
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         objects: &[Value],
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        passage_answer(ctx, "RAG_COMPLETION", query, objects, context, options).await
+        let Some(prompt) = completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)? else {
+            return Ok(Some(Vec::new()));
+        };
+        let answer = completion::final_answer(ctx, S::NAME, &prompt, options).await?;
+        Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
     }
 
     async fn prompt_preview(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         query: &str,
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
         completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)
@@ -67,11 +69,11 @@ impl Retriever for CompletionRetriever {
 
     async fn get_context_evidence(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         objects: &[Value],
         _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
-        Ok(chunk_segments(objects, &ctx.dataset.id.to_string()))
+        Ok(if S::CHUNK_EVIDENCE { chunk_segments(objects, &ctx.dataset.id.to_string()) } else { Vec::new() })
     }
 
     fn is_generative(&self) -> bool {
@@ -79,28 +81,37 @@ impl Retriever for CompletionRetriever {
     }
 }
 
-/// The answer over passages (`context_for_question.txt`), shared by RAG and
-/// TRIPLET completion: nothing for an empty context, the chunk Evidence block
-/// when references are asked for.
-pub(crate) async fn passage_answer(
-    ctx: &RetrievalContext,
-    who: &str,
-    query: &str,
-    objects: &[Value],
-    context: &RetrievedContext,
-    options: &RetrieverOptions,
-) -> Result<Option<Vec<Value>>> {
-    let Some(prompt) = completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)? else {
-        return Ok(Some(Vec::new()));
-    };
-    let answer = completion::final_answer(ctx, who, &prompt, options).await?;
-    Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
+/// RAG_COMPLETION: chunk vector search, one LLM answer.
+pub type CompletionRetriever = PassageFamily<ChunkPassages>;
+
+/// RAG_COMPLETION's passages: the nearest chunks.
+#[derive(Debug, Clone)]
+pub struct ChunkPassages {
+    /// Direct-construction default (recall passes 15).
+    pub default_top_k: usize,
+}
+
+impl Default for ChunkPassages {
+    fn default() -> Self {
+        Self { default_top_k: 1 }
+    }
+}
+
+#[async_trait]
+impl PassageStrategy for ChunkPassages {
+    const NAME: &'static str = "RAG_COMPLETION";
+    const CHUNK_EVIDENCE: bool = true;
+
+    async fn passages(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Value>> {
+        let limit = options.top_k().unwrap_or(self.default_top_k);
+        vector_payloads(ctx, DOCUMENT_CHUNK_TEXT, query, limit, options.node_set_filter()).await
+    }
 }
 
 /// Appends the chunk Evidence block to a string answer when references are asked for.
 pub(crate) fn with_chunk_evidence(answer: Value, chunks: &[Value], options: &RetrieverOptions) -> Value {
     match answer {
-        Value::String(text) if options.include_references => {
+        Value::String(text) if options.search.include_references => {
             Value::String(append_block(&text, chunk_evidence_block(&text, chunks)))
         }
         other => other,

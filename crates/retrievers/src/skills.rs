@@ -8,7 +8,7 @@ use recall_core::Result;
 use recall_skills::{project_metadata, SKILL_SEARCH_TEXT};
 use serde_json::{json, Value};
 
-use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
 
 /// The retriever's own default `top_k`.
 pub const DEFAULT_SKILLS_TOP_K: usize = 5;
@@ -20,11 +20,11 @@ pub struct SkillsRetriever;
 impl Retriever for SkillsRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let top_k = options.top_k.unwrap_or(DEFAULT_SKILLS_TOP_K);
+        let top_k = options.top_k().unwrap_or(DEFAULT_SKILLS_TOP_K);
         if top_k == 0 {
             return Err(recall_core::RecallError::top_k_not_positive());
         }
@@ -61,11 +61,11 @@ impl Retriever for SkillsRetriever {
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
+    ) -> Result<LlmContext> {
         let lines: Vec<String> = objects
             .iter()
             .map(|o| {
@@ -74,17 +74,6 @@ impl Retriever for SkillsRetriever {
                 format!("- `{name}`: {description}")
             })
             .collect();
-        Ok(RetrievedContext::Text(lines.join("\n")))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
+        Ok(LlmContext::Text(lines.join("\n")))
     }
 }

@@ -6,8 +6,8 @@ use recall_core::model::collections::TEXT_SUMMARY_TEXT;
 use recall_core::Result;
 use serde_json::Value;
 
-use crate::chunks::{passages, vector_payloads};
-use crate::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::chunks::vector_payloads;
+use crate::{DatasetPorts, Retriever, RetrieverOptions};
 
 #[derive(Debug, Clone)]
 pub struct SummariesRetriever {
@@ -24,31 +24,10 @@ impl Default for SummariesRetriever {
 impl Retriever for SummariesRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        vector_payloads(ctx, TEXT_SUMMARY_TEXT, query, options.top_k.unwrap_or(self.default_top_k), None).await
-    }
-
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(passages(objects)))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
+        vector_payloads(ctx, TEXT_SUMMARY_TEXT, query, options.top_k().unwrap_or(self.default_top_k), None).await
     }
 }

@@ -14,9 +14,9 @@ use recall_core::{RecallError, Result};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::hybrid::{hybrid_answer, hybrid_candidates, hybrid_preview, HybridParams, HybridResult};
+use crate::hybrid::{hybrid_candidates, HybridFamily, HybridParams, HybridResult, HybridStrategy};
 use crate::lexical::LexicalIndexCache;
-use crate::{PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, RetrieverOptions};
 
 /// `[start, end)` in days.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +169,7 @@ fn date_of(v: &Value) -> Option<NaiveDate> {
 /// The LLM's reading of the question's time window, when an LLM is
 /// configured (`extract_query_time.txt`); `None` when it finds none, gives an
 /// invalid one, or fails — the rules then decide.
-async fn llm_window(ctx: &RetrievalContext, query: &str) -> Option<TimeWindow> {
+async fn llm_window(ctx: &DatasetPorts, query: &str) -> Option<TimeWindow> {
     let llm = ctx.llm.as_ref()?;
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let system = crate::prompts::render(crate::prompts::EXTRACT_QUERY_TIME, &[("time_now", today.as_str())]).ok()?;
@@ -195,29 +195,28 @@ async fn llm_window(ctx: &RetrievalContext, query: &str) -> Option<TimeWindow> {
     Some(window)
 }
 
+/// TEMPORAL: hybrid candidates re-ranked by the question's time window
+/// (the LLM's, else the rules'), answered as HYBRID_COMPLETION is.
+pub type TemporalRetriever = HybridFamily<TimeWindowed>;
+
+/// TEMPORAL's candidates: wider hybrid lanes, re-ranked by time, then cut to `top_k`.
 #[derive(Debug, Clone)]
-pub struct TemporalRetriever {
+pub struct TimeWindowed {
     lexical: Arc<LexicalIndexCache>,
 }
 
 impl TemporalRetriever {
     pub fn new(lexical: Arc<LexicalIndexCache>) -> Self {
-        Self { lexical }
+        HybridFamily(TimeWindowed { lexical })
     }
 }
 
 #[async_trait]
-impl Retriever for TemporalRetriever {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &RetrievalContext,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
-        if query.trim().is_empty() {
-            return Err(RecallError::empty_query());
-        }
-        let top_k = options.top_k.unwrap_or(5);
+impl HybridStrategy for TimeWindowed {
+    const NAME: &'static str = "TEMPORAL";
+
+    async fn candidates(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<HybridResult> {
+        let top_k = options.top_k().unwrap_or(5);
         let candidates = options.rsc_usize("candidate_top_k")?.unwrap_or(4 * top_k);
         if top_k == 0 || candidates < top_k {
             return Err(RecallError::Validation {
@@ -226,7 +225,7 @@ impl Retriever for TemporalRetriever {
             });
         }
         if ctx.graph.is_empty(ctx.dataset.id).await? {
-            return Ok(vec![serde_json::to_value(HybridResult::default()).unwrap_or(Value::Null)]);
+            return Ok(HybridResult::default());
         }
         let mut params = HybridParams::from_options(options)?;
         params.chunks_top_k = candidates;
@@ -245,42 +244,7 @@ impl Retriever for TemporalRetriever {
         }
         result.chunks.truncate(top_k);
         result.entities.truncate(top_k);
-        Ok(vec![serde_json::to_value(result).unwrap_or(Value::Null)])
-    }
-
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::Text(HybridResult::from_objects(objects).render()))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        ctx: &RetrievalContext,
-        query: &str,
-        objects: &[Value],
-        context: &RetrievedContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        hybrid_answer(ctx, "TEMPORAL", query, objects, context, options).await
-    }
-
-    async fn prompt_preview(
-        &self,
-        _ctx: &RetrievalContext,
-        query: &str,
-        context: &RetrievedContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
-        hybrid_preview(query, context, options)
-    }
-
-    fn is_generative(&self) -> bool {
-        true
+        Ok(result)
     }
 }
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use recall_core::model::node_types::DOCUMENT_CHUNK;
 use recall_core::{RecallError, Result};
-use recall_retrievers::{RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use recall_retrievers::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
 use serde_json::{json, Value};
 
 /// Chunks that contain the query as an exact phrase (case-insensitive),
@@ -17,7 +17,7 @@ impl Retriever for ExactPhraseRetriever {
     /// Step 1: the raw objects — chunk payloads as JSON.
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
@@ -30,7 +30,7 @@ impl Retriever for ExactPhraseRetriever {
             // "No data" errors let recall() explain which dataset was empty.
             return Err(RecallError::NoData("No chunks in this dataset.".into()));
         }
-        let top_k = options.top_k.unwrap_or(10);
+        let top_k = options.top_k().unwrap_or(10);
         Ok(chunks
             .into_iter()
             .filter(|n| {
@@ -48,28 +48,19 @@ impl Retriever for ExactPhraseRetriever {
     /// Step 2: what an LLM would read (and what `only_context` returns).
     async fn get_context_from_objects(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         _query: &str,
         objects: &[Value],
         _options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        Ok(RetrievedContext::List(
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::List(
             objects.iter().filter_map(|o| o.get("text").and_then(Value::as_str)).map(str::to_string).collect(),
         ))
     }
 
-    /// Step 3: the output. Retrieval-only types return the objects; each dict
-    /// becomes one result item (its `text` is shown, `score` kept if present).
-    async fn get_completion_from_context(
-        &self,
-        _ctx: &RetrievalContext,
-        _query: &str,
-        objects: &[Value],
-        _context: &RetrievedContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        Ok(Some(objects.to_vec()))
-    }
+    // Step 3 keeps the trait's default: a retrieval-only type returns its
+    // objects, and each dict becomes one result item (its `text` is shown,
+    // `score` kept if present).
 }
 
 #[cfg(test)]

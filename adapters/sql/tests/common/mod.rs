@@ -1,6 +1,6 @@
 //! Checks shared by the SQLite and Postgres test files.
 
-use recall_core::ports::{EdgeProjection, GraphStore};
+use recall_core::ports::{EdgeProjection, GraphStore, RankingReads};
 use recall_core::{DatasetId, Edge, Node};
 use recall_sql::{Migrator, SqlDatabase, SqlGraphStore};
 use sea_orm::{ConnectionTrait, Statement};

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::search::Triplet;
 use crate::evidence::{source_ref_key, EvidenceReference};
-use crate::RetrievalContext;
+use crate::DatasetPorts;
 
 fn edge_artifact_id(t: &Triplet) -> String {
     t.edge.properties.get("edge_object_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
@@ -29,7 +29,7 @@ fn label(node: &Node) -> String {
 
 /// Every reference, ranks continuing across kinds. Sidecar-equivalent
 /// lookups that fail are logged and skipped.
-pub(crate) async fn graph_evidence(ctx: &RetrievalContext, triplets: &[Triplet]) -> Vec<EvidenceReference> {
+pub(crate) async fn graph_evidence(ctx: &DatasetPorts, triplets: &[Triplet]) -> Vec<EvidenceReference> {
     let dataset_id = ctx.dataset.id.to_string();
     let mut out = Vec::new();
     let mut seen_nodes = HashSet::new();
@@ -95,7 +95,7 @@ pub(crate) async fn graph_evidence(ctx: &RetrievalContext, triplets: &[Triplet])
 }
 
 /// (edge artifact id, supporting chunk) pairs, in triplet order.
-async fn supporting_chunks(ctx: &RetrievalContext, triplets: &[Triplet]) -> recall_core::Result<Vec<(String, Node)>> {
+async fn supporting_chunks(ctx: &DatasetPorts, triplets: &[Triplet]) -> recall_core::Result<Vec<(String, Node)>> {
     let entity_ids: Vec<Uuid> = triplets
         .iter()
         .flat_map(|t| [&t.node1, &t.node2])

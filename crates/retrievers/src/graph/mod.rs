@@ -19,12 +19,12 @@ pub use search::{brute_force_triplet_search, Triplet, TripletSearch};
 use crate::completion::{self, answer_text};
 use crate::evidence::{append_block, segment_evidence_block, EvidenceReference};
 use crate::prompts;
-use crate::{PromptPreview, RetrievalContext, RetrievedContext, Retriever, RetrieverOptions};
+use crate::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// Direct-construction default of `top_k` for the graph family (recall passes 15).
 pub const GRAPH_DEFAULT_TOP_K: usize = 5;
 
-async fn search_triplets(ctx: &RetrievalContext, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
+async fn search_triplets(ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
     let params = TripletSearch::from_options(options, GRAPH_DEFAULT_TOP_K)?;
     brute_force_triplet_search(ctx, query, &params).await
 }
@@ -48,7 +48,7 @@ fn merge_triplets(into: &mut Vec<Triplet>, more: Vec<Triplet>) -> usize {
 
 /// The optional global-context prelude (`include_global_context_index`):
 /// `World summary:` (the root) and `Relevant areas:` (the top-k buckets).
-async fn global_context_prelude(ctx: &RetrievalContext, query: &str, options: &RetrieverOptions) -> Result<String> {
+async fn global_context_prelude(ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<String> {
     if !options.rsc_bool("include_global_context_index")?.unwrap_or(false) || query.trim().is_empty() {
         return Ok(String::new());
     }
@@ -59,7 +59,7 @@ async fn global_context_prelude(ctx: &RetrievalContext, query: &str, options: &R
 /// `World summary:` (the root summary) and `Relevant areas:` (the `top_k`
 /// nearest bucket summaries), joined by a blank line; shared by the graph
 /// family and the hybrid retrievers.
-pub(crate) async fn global_prelude(ctx: &RetrievalContext, vector: &[f32], top_k: usize) -> Result<String> {
+pub(crate) async fn global_prelude(ctx: &DatasetPorts, vector: &[f32], top_k: usize) -> Result<String> {
     let hits = ctx.vectors.search(ctx.dataset.id, GLOBAL_CONTEXT_SUMMARY_TEXT, vector, None, None).await?;
     let text = |h: &recall_core::ports::ScoredResult| h.payload.get("text").and_then(Value::as_str).map(str::to_string);
     let is_root =
@@ -77,7 +77,7 @@ pub(crate) async fn global_prelude(ctx: &RetrievalContext, vector: &[f32], top_k
 
 /// Prelude and graph context: `prelude + "\n\n" + graph`, either alone when the other is empty.
 async fn graph_context(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     query: &str,
     triplets: &[Triplet],
     options: &RetrieverOptions,
@@ -94,19 +94,19 @@ async fn graph_context(
 /// The final answer of a graph-family type from its context, with the
 /// Evidence block when asked for. An empty context answers nothing (no LLM call).
 async fn answer(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     who: &str,
     user_template: &str,
     query: &str,
     triplets: &[Triplet],
-    context: &RetrievedContext,
+    context: &LlmContext,
     options: &RetrieverOptions,
 ) -> Result<Option<Vec<Value>>> {
     let Some(prompt) = completion::preview(user_template, query, context, options)? else {
         return Ok(Some(Vec::new()));
     };
     let mut answer = completion::final_answer(ctx, who, &prompt, options).await?;
-    if options.include_references {
+    if options.search.include_references {
         if let Value::String(text) = &answer {
             let refs = evidence::graph_evidence(ctx, triplets).await;
             answer = Value::String(append_block(text, segment_evidence_block(&refs)));
@@ -115,68 +115,101 @@ async fn answer(
     Ok(Some(vec![answer]))
 }
 
-/// Implements `Retriever` for a graph-family type whose inherent
-/// `retrieve` fetches its triplets: the context, preview, evidence and
-/// completion steps are shared.
-macro_rules! graph_family_retriever {
-    ($ty:ty, $who:expr) => {
-        #[async_trait]
-        impl Retriever for $ty {
-            async fn get_retrieved_objects(
-                &self,
-                ctx: &RetrievalContext,
-                query: &str,
-                options: &RetrieverOptions,
-            ) -> Result<Vec<Value>> {
-                self.retrieve(ctx, query, options).await
-            }
+/// What sets one graph-family type apart: how it gathers its triplets and
+/// how its context reads. The retriever steps, the preview and the evidence
+/// are the family's, in [`GraphFamily`].
+#[async_trait]
+pub trait GraphStrategy: Send + Sync {
+    /// The type's name in logs and provider errors.
+    const NAME: &'static str;
+    /// Whether the answer takes a `response_schema`'s shape.
+    const STRUCTURED: bool = true;
 
-            async fn get_context_from_objects(
-                &self,
-                ctx: &RetrievalContext,
-                query: &str,
-                objects: &[Value],
-                options: &RetrieverOptions,
-            ) -> Result<RetrievedContext> {
-                Ok(RetrievedContext::Text(graph_context(ctx, query, &Triplet::from_values(objects), options).await?))
-            }
+    /// Step 1: the triplets the context is built from.
+    async fn triplets(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>>;
 
-            async fn get_completion_from_context(
-                &self,
-                ctx: &RetrievalContext,
-                query: &str,
-                objects: &[Value],
-                context: &RetrievedContext,
-                options: &RetrieverOptions,
-            ) -> Result<Option<Vec<Value>>> {
-                let triplets = Triplet::from_values(objects);
-                answer(ctx, $who, prompts::GRAPH_CONTEXT_FOR_QUESTION, query, &triplets, context, options).await
-            }
+    /// Step 2: the context; by default the global-context prelude and the
+    /// Nodes/Connections text.
+    async fn context(
+        &self,
+        ctx: &DatasetPorts,
+        query: &str,
+        triplets: &[Triplet],
+        options: &RetrieverOptions,
+    ) -> Result<String> {
+        graph_context(ctx, query, triplets, options).await
+    }
+}
 
-            async fn prompt_preview(
-                &self,
-                _ctx: &RetrievalContext,
-                query: &str,
-                context: &RetrievedContext,
-                options: &RetrieverOptions,
-            ) -> Result<Option<PromptPreview>> {
-                completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
-            }
+/// A graph-family retriever: its strategy's triplets and context, answered
+/// with the graph-context prompt.
+#[derive(Debug, Clone, Default)]
+pub struct GraphFamily<S>(pub S);
 
-            async fn get_context_evidence(
-                &self,
-                ctx: &RetrievalContext,
-                objects: &[Value],
-                _options: &RetrieverOptions,
-            ) -> Result<Vec<EvidenceReference>> {
-                Ok(evidence::graph_evidence(ctx, &Triplet::from_values(objects)).await)
-            }
+#[async_trait]
+impl<S: GraphStrategy> Retriever for GraphFamily<S> {
+    async fn get_retrieved_objects(
+        &self,
+        ctx: &DatasetPorts,
+        query: &str,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        Ok(to_values(&self.0.triplets(ctx, query, options).await?))
+    }
 
-            fn is_generative(&self) -> bool {
-                true
-            }
+    async fn get_context_from_objects(
+        &self,
+        ctx: &DatasetPorts,
+        query: &str,
+        objects: &[Value],
+        options: &RetrieverOptions,
+    ) -> Result<LlmContext> {
+        Ok(LlmContext::Text(self.0.context(ctx, query, &Triplet::from_values(objects), options).await?))
+    }
+
+    async fn get_completion_from_context(
+        &self,
+        ctx: &DatasetPorts,
+        query: &str,
+        objects: &[Value],
+        context: &LlmContext,
+        options: &RetrieverOptions,
+    ) -> Result<Option<Vec<Value>>> {
+        let triplets = Triplet::from_values(objects);
+        let template = prompts::GRAPH_CONTEXT_FOR_QUESTION;
+        if S::STRUCTURED {
+            answer(ctx, S::NAME, template, query, &triplets, context, options).await
+        } else {
+            answer(ctx, S::NAME, template, query, &triplets, context, &options.without_response_schema()).await
         }
-    };
+    }
+
+    async fn prompt_preview(
+        &self,
+        _ctx: &DatasetPorts,
+        query: &str,
+        context: &LlmContext,
+        options: &RetrieverOptions,
+    ) -> Result<Option<PromptPreview>> {
+        completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
+    }
+
+    async fn get_context_evidence(
+        &self,
+        ctx: &DatasetPorts,
+        objects: &[Value],
+        _options: &RetrieverOptions,
+    ) -> Result<Vec<EvidenceReference>> {
+        Ok(evidence::graph_evidence(ctx, &Triplet::from_values(objects)).await)
+    }
+
+    fn is_generative(&self) -> bool {
+        true
+    }
+
+    fn structured_output(&self) -> bool {
+        S::STRUCTURED
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -184,16 +217,20 @@ macro_rules! graph_family_retriever {
 // ---------------------------------------------------------------------------
 
 /// Triplet search, the Nodes/Connections context, one LLM answer.
-#[derive(Debug, Clone, Default)]
-pub struct GraphCompletionRetriever;
+pub type GraphCompletionRetriever = GraphFamily<OneSearch>;
 
-impl GraphCompletionRetriever {
-    async fn retrieve(&self, ctx: &RetrievalContext, query: &str, options: &RetrieverOptions) -> Result<Vec<Value>> {
-        Ok(to_values(&search_triplets(ctx, query, options).await?))
+/// GRAPH_COMPLETION's triplets: one search.
+#[derive(Debug, Clone, Default)]
+pub struct OneSearch;
+
+#[async_trait]
+impl GraphStrategy for OneSearch {
+    const NAME: &'static str = "GRAPH_COMPLETION";
+
+    async fn triplets(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
+        search_triplets(ctx, query, options).await
     }
 }
-
-graph_family_retriever!(GraphCompletionRetriever, "GRAPH_COMPLETION");
 
 // ---------------------------------------------------------------------------
 // GRAPH_COMPLETION_COT
@@ -201,11 +238,13 @@ graph_family_retriever!(GraphCompletionRetriever, "GRAPH_COMPLETION");
 
 /// Chain of thought: `max_iter` rounds of validate → follow-up question →
 /// more triplets → new answer; the last round's answer is the completion.
+pub type GraphCompletionCotRetriever = GraphFamily<ChainOfThought>;
+
 #[derive(Debug, Clone, Default)]
-pub struct GraphCompletionCotRetriever;
+pub struct ChainOfThought;
 
 async fn intermediate_answer(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     who: &str,
     query: &str,
     context: &str,
@@ -221,13 +260,16 @@ async fn intermediate_answer(
     completion::generate(ctx, who, &prompt, options).await
 }
 
-impl GraphCompletionCotRetriever {
-    async fn retrieve(&self, ctx: &RetrievalContext, query: &str, options: &RetrieverOptions) -> Result<Vec<Value>> {
-        const WHO: &str = "GRAPH_COMPLETION_COT";
+#[async_trait]
+impl GraphStrategy for ChainOfThought {
+    const NAME: &'static str = "GRAPH_COMPLETION_COT";
+
+    async fn triplets(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
+        const WHO: &str = ChainOfThought::NAME;
         let max_iter = options.rsc_usize("max_iter")?.unwrap_or(4);
         let mut triplets = search_triplets(ctx, query, options).await?;
         if max_iter == 0 || triplets.is_empty() {
-            return Ok(to_values(&triplets));
+            return Ok(triplets);
         }
         let validation_system = prompts::system(prompts::COT_VALIDATION_SYSTEM)?;
         let followup_system = prompts::system(prompts::COT_FOLLOWUP_SYSTEM)?;
@@ -263,11 +305,9 @@ impl GraphCompletionCotRetriever {
                 answer = answer_text(&intermediate_answer(ctx, WHO, query, &context, options).await?);
             }
         }
-        Ok(to_values(&triplets))
+        Ok(triplets)
     }
 }
-
-graph_family_retriever!(GraphCompletionCotRetriever, "GRAPH_COMPLETION_COT");
 
 // ---------------------------------------------------------------------------
 // GRAPH_COMPLETION_CONTEXT_EXTENSION
@@ -275,12 +315,16 @@ graph_family_retriever!(GraphCompletionCotRetriever, "GRAPH_COMPLETION_COT");
 
 /// Up to `context_extension_rounds` rounds: answer, search with the answer
 /// as the query, merge new triplets; stops when a round adds nothing.
-#[derive(Debug, Clone, Default)]
-pub struct GraphCompletionContextExtensionRetriever;
+pub type GraphCompletionContextExtensionRetriever = GraphFamily<ContextExtension>;
 
-impl GraphCompletionContextExtensionRetriever {
-    async fn retrieve(&self, ctx: &RetrievalContext, query: &str, options: &RetrieverOptions) -> Result<Vec<Value>> {
-        const WHO: &str = "GRAPH_COMPLETION_CONTEXT_EXTENSION";
+#[derive(Debug, Clone, Default)]
+pub struct ContextExtension;
+
+#[async_trait]
+impl GraphStrategy for ContextExtension {
+    const NAME: &'static str = "GRAPH_COMPLETION_CONTEXT_EXTENSION";
+
+    async fn triplets(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
         let rounds = options.rsc_usize("context_extension_rounds")?.unwrap_or(4);
         let mut triplets = search_triplets(ctx, query, options).await?;
         for round in 0..rounds {
@@ -288,7 +332,7 @@ impl GraphCompletionContextExtensionRetriever {
                 break;
             }
             let context = graph_context(ctx, query, &triplets, options).await?;
-            let answer = answer_text(&intermediate_answer(ctx, WHO, query, &context, options).await?);
+            let answer = answer_text(&intermediate_answer(ctx, Self::NAME, query, &context, options).await?);
             if answer.trim().is_empty() {
                 break;
             }
@@ -298,97 +342,45 @@ impl GraphCompletionContextExtensionRetriever {
                 break;
             }
         }
-        Ok(to_values(&triplets))
+        Ok(triplets)
     }
 }
-
-graph_family_retriever!(GraphCompletionContextExtensionRetriever, "GRAPH_COMPLETION_CONTEXT_EXTENSION");
 
 // ---------------------------------------------------------------------------
 // GRAPH_SUMMARY_COMPLETION
 // ---------------------------------------------------------------------------
 
-/// As GRAPH_COMPLETION, but the context is an LLM summary of the triplets.
+/// As GRAPH_COMPLETION, but the context is an LLM summary of the triplets,
+/// and the answer is always text (a response schema is ignored).
+pub type GraphSummaryCompletionRetriever = GraphFamily<SummarisedContext>;
+
 #[derive(Debug, Clone, Default)]
-pub struct GraphSummaryCompletionRetriever;
+pub struct SummarisedContext;
 
 #[async_trait]
-impl Retriever for GraphSummaryCompletionRetriever {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &RetrievalContext,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
-        Ok(to_values(&search_triplets(ctx, query, options).await?))
+impl GraphStrategy for SummarisedContext {
+    const NAME: &'static str = "GRAPH_SUMMARY_COMPLETION";
+    const STRUCTURED: bool = false;
+
+    async fn triplets(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Vec<Triplet>> {
+        search_triplets(ctx, query, options).await
     }
 
-    async fn get_context_from_objects(
+    async fn context(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
-        objects: &[Value],
+        triplets: &[Triplet],
         options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
-        let text = graph_context(ctx, query, &Triplet::from_values(objects), options).await?;
+    ) -> Result<String> {
+        let text = graph_context(ctx, query, triplets, options).await?;
         if text.is_empty() {
-            return Ok(RetrievedContext::Text(text));
+            return Ok(text);
         }
         let summarize_path =
             options.rsc_str("summarize_prompt_path")?.unwrap_or_else(|| prompts::SUMMARIZE_SEARCH_RESULTS.to_string());
         let system = completion::system_prompt(options, &summarize_path)?;
-        let summary = completion::chat(ctx, "GRAPH_SUMMARY_COMPLETION", &system, &text).await?;
-        Ok(RetrievedContext::Text(summary))
-    }
-
-    async fn get_completion_from_context(
-        &self,
-        ctx: &RetrievalContext,
-        query: &str,
-        objects: &[Value],
-        context: &RetrievedContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<Vec<Value>>> {
-        let triplets = Triplet::from_values(objects);
-        // Its answer is always text: a response schema is ignored.
-        let options = RetrieverOptions { response_schema: None, ..options.clone() };
-        answer(
-            ctx,
-            "GRAPH_SUMMARY_COMPLETION",
-            prompts::GRAPH_CONTEXT_FOR_QUESTION,
-            query,
-            &triplets,
-            context,
-            &options,
-        )
-        .await
-    }
-
-    fn structured_output(&self) -> bool {
-        false
-    }
-
-    async fn prompt_preview(
-        &self,
-        _ctx: &RetrievalContext,
-        query: &str,
-        context: &RetrievedContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
-        completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
-    }
-
-    async fn get_context_evidence(
-        &self,
-        ctx: &RetrievalContext,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<Vec<EvidenceReference>> {
-        Ok(evidence::graph_evidence(ctx, &Triplet::from_values(objects)).await)
-    }
-
-    fn is_generative(&self) -> bool {
-        true
+        completion::chat(ctx, Self::NAME, &system, &text).await
     }
 }
 
@@ -431,7 +423,7 @@ fn subanswer_triplets(objects: &[Value]) -> Vec<Triplet> {
 impl Retriever for GraphCompletionDecompositionRetriever {
     async fn get_retrieved_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
@@ -475,7 +467,7 @@ impl Retriever for GraphCompletionDecompositionRetriever {
                     prompts::ANSWER_SIMPLE_QUESTION,
                     q,
                     &context,
-                    &RetrieverOptions { response_schema: None, ..options.clone() },
+                    &options.without_response_schema(),
                 )?;
                 // Sub-answers are free text even when the final answer is structured.
                 answer_text(&completion::generate(ctx, WHO, &prompt, &RetrieverOptions::default()).await?)
@@ -487,11 +479,11 @@ impl Retriever for GraphCompletionDecompositionRetriever {
 
     async fn get_context_from_objects(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         objects: &[Value],
         options: &RetrieverOptions,
-    ) -> Result<RetrievedContext> {
+    ) -> Result<LlmContext> {
         if objects.iter().any(|o| o.get("subquery").is_some()) {
             let parts: Vec<String> = objects
                 .iter()
@@ -504,17 +496,17 @@ impl Retriever for GraphCompletionDecompositionRetriever {
                     )
                 })
                 .collect();
-            return Ok(RetrievedContext::Text(parts.join("\n\n")));
+            return Ok(LlmContext::Text(parts.join("\n\n")));
         }
-        Ok(RetrievedContext::Text(graph_context(ctx, query, &Triplet::from_values(objects), options).await?))
+        Ok(LlmContext::Text(graph_context(ctx, query, &Triplet::from_values(objects), options).await?))
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         query: &str,
         objects: &[Value],
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
         let template = self.template(objects);
@@ -524,9 +516,9 @@ impl Retriever for GraphCompletionDecompositionRetriever {
 
     async fn prompt_preview(
         &self,
-        _ctx: &RetrievalContext,
+        _ctx: &DatasetPorts,
         query: &str,
-        context: &RetrievedContext,
+        context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<PromptPreview>> {
         let template = if decomposition_mode(options)? == "combined_triplets_context" {
@@ -539,7 +531,7 @@ impl Retriever for GraphCompletionDecompositionRetriever {
 
     async fn get_context_evidence(
         &self,
-        ctx: &RetrievalContext,
+        ctx: &DatasetPorts,
         objects: &[Value],
         _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::{RetrievalContext, RetrieverOptions};
+use crate::{DatasetPorts, RetrieverOptions};
 
 /// The node collections searched for seeds, then the edge collection.
 pub const NODE_COLLECTIONS: &[&str] = &[
@@ -88,7 +88,7 @@ impl TripletSearch {
 
     /// The search/recall defaults with the caller's options.
     pub fn from_options(options: &RetrieverOptions, default_top_k: usize) -> Result<Self> {
-        let fi = options.feedback_influence;
+        let fi = options.search.feedback_influence;
         if !(0.0..=1.0).contains(&fi) || fi.is_nan() {
             return Err(RecallError::Validation {
                 name: "InvalidFeedbackInfluenceError",
@@ -96,12 +96,12 @@ impl TripletSearch {
             });
         }
         Ok(Self {
-            top_k: options.top_k.unwrap_or(default_top_k),
-            wide_search_top_k: options.wide_search_top_k.unwrap_or(DEFAULT_WIDE_SEARCH_TOP_K),
-            penalty: options.triplet_distance_penalty.unwrap_or(DEFAULT_TRIPLET_DISTANCE_PENALTY),
+            top_k: options.top_k().unwrap_or(default_top_k),
+            wide_search_top_k: options.search.wide_search_top_k().unwrap_or(DEFAULT_WIDE_SEARCH_TOP_K),
+            penalty: options.search.triplet_distance_penalty.unwrap_or(DEFAULT_TRIPLET_DISTANCE_PENALTY),
             feedback_influence: fi,
-            neighborhood_depth: options.neighborhood_depth,
-            neighborhood_seed_top_k: options.neighborhood_seed_top_k,
+            neighborhood_depth: options.search.neighborhood_depth(),
+            neighborhood_seed_top_k: options.search.neighborhood_seed_top_k(),
             node_filter: options.node_set_filter(),
         })
     }
@@ -109,7 +109,7 @@ impl TripletSearch {
 
 /// Runs the search. An empty graph is `NoDataError`; nothing found is `[]`.
 pub async fn brute_force_triplet_search(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     query: &str,
     params: &TripletSearch,
 ) -> Result<Vec<Triplet>> {
@@ -176,7 +176,7 @@ pub async fn brute_force_triplet_search(
 /// unread scores above the final `top_k`-th score, so the result equals
 /// ranking the whole 1-hop projection. Only the winners are read in full.
 async fn rank_projection(
-    ctx: &RetrievalContext,
+    ctx: &DatasetPorts,
     params: &TripletSearch,
     node_distance: &HashMap<Uuid, f64>,
     edge_distance: &HashMap<Uuid, f64>,
@@ -190,8 +190,11 @@ async fn rank_projection(
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
     let read = std::time::Instant::now();
-    let mut sketch =
-        if ids.is_empty() { Sketch::default() } else { ctx.graph.sketch_between(dataset, &ids, feedback).await? };
+    let mut sketch = if ids.is_empty() {
+        Sketch::default()
+    } else {
+        ctx.graph.ranking().sketch_between(dataset, &ids, feedback).await?
+    };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
     let seeds: Vec<(Uuid, f64)> = sketch.nodes.iter().map(|n| (n.id, node_score(n, node_distance, params))).collect();
     let mut ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
@@ -207,7 +210,8 @@ async fn rank_projection(
     if !by_type.is_empty() {
         let mut types: Vec<Uuid> = edge_distance.keys().copied().collect();
         types.sort();
-        let around = ctx.graph.edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?;
+        let around =
+            ctx.graph.ranking().edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?;
         sketch.extend(Sketch::of(&around, feedback));
         ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
     }
@@ -234,7 +238,7 @@ async fn rank_projection(
     }
     // The winners, read in full.
     let keys: Vec<EdgeKey> = ranked.iter().map(|(_, i)| sketch.edges[*i].key()).collect();
-    let edges = ctx.graph.get_edges(dataset, &keys, params.edge_projection()).await?;
+    let edges = ctx.graph.ranking().get_edges(dataset, &keys, params.edge_projection()).await?;
     let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
     ends.sort();
     ends.dedup();
@@ -282,11 +286,7 @@ fn best_hit_score(edge_distance: &HashMap<Uuid, f64>, params: &TripletSearch) ->
 
 /// The memory fragment of the explicit projections: k hops around the
 /// closest seeds, or the node-set subgraph.
-async fn project(
-    ctx: &RetrievalContext,
-    params: &TripletSearch,
-    node_distance: &HashMap<Uuid, f64>,
-) -> Result<Subgraph> {
+async fn project(ctx: &DatasetPorts, params: &TripletSearch, node_distance: &HashMap<Uuid, f64>) -> Result<Subgraph> {
     let dataset = ctx.dataset.id;
     if let Some(depth) = params.neighborhood_depth {
         if node_distance.is_empty() {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::cognify::{edge_document_ids, ids_of_type, is_relation, prop_str};
+use super::cognify::{edge_document_ids, ids_of_type, is_relation, prop_str};
 use crate::Engine;
 
 /// What a forget removed.

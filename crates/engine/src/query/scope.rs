@@ -1,11 +1,13 @@
-//! `scope` (docs/recall.md, "Scopes and lanes"): normalisation, validation and the sources
-//! (lanes) a recall runs, in order. Pure functions, no I/O.
+//! `scope` (docs/recall.md, "Scopes and lanes"): normalisation, validation and the
+//! lanes a recall runs, in order. A request names *scopes* (`auto`, `all`,
+//! `session_first`, `graph`, …); a plan is the *lanes* they stand for. Pure
+//! functions, no I/O.
 
 use recall_core::{RecallError, Result};
 
 /// One lane of `recall()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum Lane {
     Session,
     Trace,
     SessionContext,
@@ -14,27 +16,27 @@ pub enum Source {
     Code,
 }
 
-impl Source {
+impl Lane {
     /// The scope name of the lane.
     pub fn name(self) -> &'static str {
         match self {
-            Source::Session => "session",
-            Source::Trace => "trace",
-            Source::SessionContext => "session_context",
-            Source::Graph => "graph",
-            Source::Tools => "tools",
-            Source::Code => "code",
+            Lane::Session => "session",
+            Lane::Trace => "trace",
+            Lane::SessionContext => "session_context",
+            Lane::Graph => "graph",
+            Lane::Tools => "tools",
+            Lane::Code => "code",
         }
     }
 
-    fn from_name(name: &str) -> Option<Source> {
+    fn from_name(name: &str) -> Option<Lane> {
         Some(match name {
-            "session" => Source::Session,
-            "trace" => Source::Trace,
-            "session_context" => Source::SessionContext,
-            "graph" => Source::Graph,
-            "tools" => Source::Tools,
-            "code" => Source::Code,
+            "session" => Lane::Session,
+            "trace" => Lane::Trace,
+            "session_context" => Lane::SessionContext,
+            "graph" => Lane::Graph,
+            "tools" => Lane::Tools,
+            "code" => Lane::Code,
             _ => return None,
         })
     }
@@ -48,7 +50,7 @@ pub const VALID_SCOPES: &[&str] =
 /// everything after it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    pub sources: Vec<Source>,
+    pub lanes: Vec<Lane>,
     pub short_circuit: bool,
 }
 
@@ -131,7 +133,7 @@ pub fn plan(scope: &[String], inputs: ScopeInputs) -> Result<Plan> {
             names.push(tools);
         }
     }
-    Ok(Plan { sources: names.into_iter().filter_map(Source::from_name).collect(), short_circuit })
+    Ok(Plan { lanes: names.into_iter().filter_map(Lane::from_name).collect(), short_circuit })
 }
 
 /// `tools_trigger` must be `always` or `on_empty`.
@@ -173,28 +175,28 @@ mod tests {
 
     #[test]
     fn auto_and_explicit_plans() {
-        use Source::*;
+        use Lane::*;
         let auto = s(&["auto"]);
         let p = |scope: &[String], i: ScopeInputs| plan(scope, i).unwrap_or_else(|e| panic!("{e}"));
         let session = ScopeInputs { session_id_set: true, ..Default::default() };
-        assert_eq!(p(&auto, ScopeInputs::default()), Plan { sources: vec![Graph], short_circuit: false });
-        assert_eq!(p(&auto, session), Plan { sources: vec![Session, Graph], short_circuit: true });
+        assert_eq!(p(&auto, ScopeInputs::default()), Plan { lanes: vec![Graph], short_circuit: false });
+        assert_eq!(p(&auto, session), Plan { lanes: vec![Session, Graph], short_circuit: true });
         assert_eq!(
             p(&auto, ScopeInputs { datasets_given: true, ..session }),
-            Plan { sources: vec![Session, Graph], short_circuit: false }
+            Plan { lanes: vec![Session, Graph], short_circuit: false }
         );
-        assert_eq!(p(&auto, ScopeInputs { query_type_pinned: true, ..session }).sources, vec![Graph]);
+        assert_eq!(p(&auto, ScopeInputs { query_type_pinned: true, ..session }).lanes, vec![Graph]);
         assert_eq!(
             p(&s(&["trace", "session_first"]), ScopeInputs::default()),
-            Plan { sources: vec![Session, Graph, Trace], short_circuit: true }
+            Plan { lanes: vec![Session, Graph, Trace], short_circuit: true }
         );
-        assert_eq!(p(&s(&["auto", "trace"]), ScopeInputs::default()).sources, vec![Trace]);
+        assert_eq!(p(&s(&["auto", "trace"]), ScopeInputs::default()).lanes, vec![Trace]);
         let on_empty = ScopeInputs { tools_on_empty: true, ..Default::default() };
-        assert_eq!(p(&s(&["tools", "graph", "session"]), on_empty).sources, vec![Graph, Session, Tools]);
+        assert_eq!(p(&s(&["tools", "graph", "session"]), on_empty).lanes, vec![Graph, Session, Tools]);
         let err = plan(&s(&["graph"]), ScopeInputs { code_query_given: true, ..Default::default() }).err();
         assert!(matches!(err, Some(RecallError::Validation { name: "InvalidCodeQueryError", .. })));
         assert!(p(&s(&["graph", "code"]), ScopeInputs { code_query_given: true, ..Default::default() })
-            .sources
+            .lanes
             .contains(&Code));
         assert!(check_tools_trigger("on_empty").is_ok());
         assert_eq!(

@@ -14,7 +14,7 @@ use recall_core::{ids, Dataset, DatasetId, Edge, Node, Result, Subgraph};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use crate::cognify::{default_edge_text, is_relation, payload, prop_str, EmbedRow};
+use super::cognify::{default_edge_text, is_relation, payload, prop_str, EmbedRow};
 use crate::Engine;
 
 /// Characteristic entities kept per bucket.

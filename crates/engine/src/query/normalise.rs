@@ -2,17 +2,18 @@
 
 use recall_core::{Dataset, ResponseGraphEntry, SearchType};
 use recall_retrievers::evidence::EvidenceReference;
-use recall_retrievers::RetrievedContext;
+use recall_retrievers::LlmContext;
 use serde_json::{json, Map, Value};
 
-/// What one dataset's search produced.
+/// What one dataset's search produced: the result of one retriever run, before it
+/// becomes recall items or a legacy search result.
 #[derive(Debug, Clone)]
-pub(crate) struct SearchResultPayload {
+pub struct SearchResultPayload {
     pub dataset: Option<Dataset>,
     /// The effective type.
     pub search_type: SearchType,
     pub completion: Option<Vec<Value>>,
-    pub context: Option<RetrievedContext>,
+    pub context: Option<LlmContext>,
     pub only_context: bool,
     /// `only_context` on a single-prompt completion type: the prompt pair.
     pub user_prompt: Option<String>,
@@ -125,11 +126,7 @@ fn provenance(raw: &Map<String, Value>) -> Map<String, Value> {
 mod tests {
     use super::*;
 
-    fn payload(
-        completion: Option<Vec<Value>>,
-        context: Option<RetrievedContext>,
-        only_context: bool,
-    ) -> SearchResultPayload {
+    fn payload(completion: Option<Vec<Value>>, context: Option<LlmContext>, only_context: bool) -> SearchResultPayload {
         SearchResultPayload {
             dataset: None,
             search_type: SearchType::Chunks,
@@ -171,11 +168,11 @@ mod tests {
         assert_eq!(items[0].raw.get("value"), Some(&json!("answer")));
         assert_eq!(items[0].score, None);
         assert!(items[0].metadata.is_empty());
-        assert!(normalise_payload(&payload(Some(vec![]), Some(RetrievedContext::Text("ctx".into())), false)).is_empty());
-        let ctx = normalise_payload(&payload(None, Some(RetrievedContext::Text("ctx".into())), true));
+        assert!(normalise_payload(&payload(Some(vec![]), Some(LlmContext::Text("ctx".into())), false)).is_empty());
+        let ctx = normalise_payload(&payload(None, Some(LlmContext::Text("ctx".into())), true));
         assert_eq!(ctx.len(), 1);
         assert_eq!(ctx[0].text, "ctx");
-        assert!(normalise_payload(&payload(None, Some(RetrievedContext::Text(String::new())), true)).is_empty());
+        assert!(normalise_payload(&payload(None, Some(LlmContext::Text(String::new())), true)).is_empty());
     }
 
     #[test]

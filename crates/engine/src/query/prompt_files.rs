@@ -19,8 +19,8 @@ impl Engine {
     /// Reads every prompt file the options name into `options.prompt_files`.
     pub(crate) async fn load_prompt_files(&self, options: &mut RetrieverOptions) -> Result<()> {
         let mut names = Vec::new();
-        if options.system_prompt.as_deref().is_none_or(|s| s.trim().is_empty()) {
-            names.extend(options.system_prompt_path.clone());
+        if options.search.system_prompt.as_deref().is_none_or(|s| s.trim().is_empty()) {
+            names.extend(options.search.system_prompt_path.clone());
         }
         names.extend(options.rsc_str("system_prompt_path")?);
         for name in names {

@@ -23,8 +23,8 @@ use recall_core::{
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use crate::chunking::chunk_text;
-use crate::remember::RememberProgress;
+use super::chunking::chunk_text;
+use super::progress::RememberProgress;
 use crate::Engine;
 
 /// A row to embed: id, embedded text, payload, node-set tags.
@@ -203,7 +203,7 @@ impl Engine {
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
         let mut touched_edge_texts = BTreeSet::new();
-        let mut batch: Vec<(PendingItem, Vec<crate::chunking::TextChunk>)> = Vec::new();
+        let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let budget = self.config.chunks_per_batch.max(1);
         let mut pending = pending.into_iter().peekable();
@@ -234,7 +234,7 @@ impl Engine {
     async fn write_batch(
         &self,
         dataset: DatasetId,
-        items: &[(PendingItem, Vec<crate::chunking::TextChunk>)],
+        items: &[(PendingItem, Vec<super::chunking::TextChunk>)],
         touched_edge_texts: &mut BTreeSet<String>,
     ) -> Result<usize> {
         let mut graph = BatchGraph::default();

@@ -7,9 +7,9 @@ use recall_core::ports::{ChatRequest, GraphExtractor, LlmClient, Summarizer};
 use recall_core::{KnowledgeGraph, RecallError, Result};
 
 /// System prompt for graph extraction (config/prompts/generate_graph_prompt.txt).
-pub const GENERATE_GRAPH_PROMPT: &str = include_str!("../../../../config/prompts/generate_graph_prompt.txt");
+pub const GENERATE_GRAPH_PROMPT: &str = include_str!("../../../../../config/prompts/generate_graph_prompt.txt");
 /// System prompt for chunk summaries (config/prompts/summarize_content.txt).
-pub const SUMMARIZE_CONTENT_PROMPT: &str = include_str!("../../../../config/prompts/summarize_content.txt");
+pub const SUMMARIZE_CONTENT_PROMPT: &str = include_str!("../../../../../config/prompts/summarize_content.txt");
 
 /// Asks the LLM for a `KnowledgeGraph` as JSON-schema structured output,
 /// retrying when the answer is not valid JSON of that shape.

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::progress::{NoProgress, RememberProgress};
 use crate::Engine;
 
 /// One thing to remember.
@@ -46,17 +47,6 @@ pub struct RememberOutcome {
     pub chunks_written: usize,
     pub pipeline_run_id: Uuid,
 }
-
-/// Progress callbacks, e.g. for a progress bar.
-pub trait RememberProgress: Send + Sync {
-    /// A stage ("add" or "cognify") starts with `total` items.
-    fn stage(&self, _name: &str, _total: usize) {}
-    fn item_done(&self, _name: &str) {}
-}
-
-/// No-op progress.
-pub struct NoProgress;
-impl RememberProgress for NoProgress {}
 
 pub(crate) const SUPPORTED_EXTENSIONS: &[&str] = &["txt", "md"];
 
@@ -262,7 +252,7 @@ impl Engine {
                 if item.status == DataStatus::Completed || !seen.insert(item.id) {
                     outcome.items_unchanged += 1;
                 } else {
-                    pending.push(crate::cognify::PendingItem { item, text });
+                    pending.push(super::cognify::PendingItem { item, text });
                 }
             }
             progress.stage("cognify", pending.len());

@@ -1,0 +1,11 @@
+//! The write direction: `remember()` (add, then cognify), chunking, graph
+//! extraction, the global-context index and `forget()` (docs/ingestion.md).
+//! Nothing here reads the query side.
+
+pub(crate) mod chunking;
+pub(crate) mod cognify;
+pub mod extract;
+pub(crate) mod forget;
+pub(crate) mod global_context;
+pub(crate) mod progress;
+pub(crate) mod remember;

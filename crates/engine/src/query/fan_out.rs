@@ -1,0 +1,350 @@
+//! One search type over a list of datasets: each dataset searched
+//! concurrently through the retriever's three steps, one payload per
+//! dataset, "no data" told apart per dataset, and the history record
+//! (docs/retrievers.md). Recall's graph lane and the legacy search share it.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
+use recall_core::{
+    Dataset, DatasetId, RecallError, RecallEvent, RecallEvents, Result, SearchRecord, SearchType, Stage, User,
+};
+use recall_retrievers::{DatasetPorts, LlmContext, RetrieverOptions};
+use serde_json::Value;
+
+use super::normalise::SearchResultPayload;
+use super::request::RecallRequest;
+use crate::Engine;
+
+/// The answer recorded for one dataset: the completion, else the context, as text.
+fn history_value(p: &SearchResultPayload) -> String {
+    if let Some(completion) = p.completion.as_ref().filter(|c| !c.is_empty()) {
+        return match completion.as_slice() {
+            [Value::String(s)] => s.clone(),
+            items => Value::Array(items.to_vec()).to_string(),
+        };
+    }
+    p.context.as_ref().map(LlmContext::as_text).unwrap_or_default()
+}
+
+impl Engine {
+    /// One search type over the datasets: one payload per dataset.
+    pub(crate) async fn search_graph(
+        &self,
+        datasets: &[Dataset],
+        search_type: SearchType,
+        request: &RecallRequest,
+        options: &RetrieverOptions,
+        events: &Arc<dyn RecallEvents>,
+    ) -> Result<Vec<SearchResultPayload>> {
+        self.check_search_type(search_type, request)?;
+        // One dataset's answer streams: the first to start generating.
+        let streaming = FirstStream::new(events.clone());
+        let tasks = datasets.iter().map(|dataset| {
+            let events: Arc<dyn RecallEvents> = Arc::new(streaming.for_dataset(dataset.id));
+            self.search_dataset(dataset, search_type, request, options, events)
+        });
+        let outcomes = join_all(tasks).await;
+        self.collect_payloads(datasets, outcomes, search_type, request.options.only_context).await
+    }
+
+    /// Records the search (docs/recall.md, "The graph lane", step 7): a question and an answer row
+    /// per searched dataset, under the type that finally ran. A failing write
+    /// fails the recall.
+    pub(crate) async fn log_history(
+        &self,
+        user: &User,
+        request: &RecallRequest,
+        search_type: SearchType,
+        payloads: &[SearchResultPayload],
+    ) -> Result<()> {
+        if !self.config.log_search_history {
+            return Ok(());
+        }
+        let answers = if payloads.is_empty() {
+            vec![(None, String::new())]
+        } else {
+            payloads.iter().map(|p| (p.dataset.as_ref().map(|d| d.id), history_value(p))).collect()
+        };
+        let record = SearchRecord {
+            user_id: user.id,
+            query_text: request.query_text.clone(),
+            query_type: search_type.to_string(),
+            answers,
+        };
+        self.relational.history.record_search(&record).await
+    }
+
+    /// The retriever-factory checks that need no I/O (docs/retrievers.md).
+    pub(crate) fn check_search_type(&self, search_type: SearchType, request: &RecallRequest) -> Result<()> {
+        if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
+            return Err(RecallError::SearchTypeDisabled(search_type));
+        }
+        if search_type == SearchType::HybridCompletion {
+            for (name, set) in [
+                ("wide_search_top_k", request.options.wide_search_top_k.is_some()),
+                ("triplet_distance_penalty", request.options.triplet_distance_penalty.is_some()),
+            ] {
+                if set {
+                    return Err(RecallError::Validation {
+                        name: "InvalidHybridSearchConfig",
+                        message: format!("{name} requires query_type=SearchType.GRAPH_COMPLETION."),
+                    });
+                }
+            }
+        }
+        if search_type != SearchType::FeelingLucky {
+            // Unsupported types fail before any dataset is touched.
+            self.retrievers.get(search_type)?;
+        }
+        Ok(())
+    }
+
+    /// The stores, models and data version for one dataset.
+    pub(crate) fn retrieval_context(&self, dataset: &Dataset, events: Arc<dyn RecallEvents>) -> DatasetPorts {
+        DatasetPorts {
+            dataset: dataset.clone(),
+            graph: self.graph.clone(),
+            vectors: self.vectors.clone(),
+            embedder: self.query_embedder.clone(),
+            llm: self.llm.clone(),
+            data_version: self.data_version(dataset.id),
+            events,
+        }
+    }
+
+    /// The type that actually runs on this dataset: FEELING_LUCKY resolved
+    /// by the LLM, HYBRID_COMPLETION deferred to GRAPH_COMPLETION where it
+    /// cannot run (docs/recall.md, "The graph lane").
+    async fn effective_type(
+        &self,
+        ctx: &DatasetPorts,
+        requested: SearchType,
+        request: &RecallRequest,
+    ) -> Result<SearchType> {
+        let mut t = requested;
+        if t == SearchType::FeelingLucky {
+            t = if self.graph.is_empty(ctx.dataset.id).await? {
+                SearchType::HybridCompletion
+            } else {
+                self.select_search_type(ctx, &request.query_text).await
+            };
+            tracing::info!(search_type = %t, "FEELING_LUCKY chose a search type");
+        }
+        if t == SearchType::HybridCompletion {
+            let defer = request.options.neighborhood_depth.is_some()
+                || request.options.feedback_influence > 0.0
+                || (!self.graph.is_empty(ctx.dataset.id).await?
+                    && !self.vectors.has_collection(ctx.dataset.id, DOCUMENT_CHUNK_TEXT).await.unwrap_or(true));
+            if defer {
+                tracing::warn!(
+                    "HYBRID_COMPLETION is not available for this search; answering with GRAPH_COMPLETION instead."
+                );
+                t = SearchType::GraphCompletion;
+            }
+        }
+        Ok(t)
+    }
+
+    /// FEELING_LUCKY: the LLM names a search type; anything unusable is RAG_COMPLETION.
+    async fn select_search_type(&self, ctx: &DatasetPorts, query: &str) -> SearchType {
+        let Ok(system) = recall_retrievers::prompts::system(recall_retrievers::prompts::SEARCH_TYPE_SELECTOR) else {
+            return SearchType::RagCompletion;
+        };
+        match recall_retrievers::completion::chat(ctx, "FEELING_LUCKY", &system, query).await {
+            Ok(answer) => {
+                let name = answer.trim().trim_matches(|c: char| c == '`' || c == '"' || c == '.').to_uppercase();
+                match name.parse::<SearchType>() {
+                    Ok(t)
+                        if !matches!(t, SearchType::Code | SearchType::FeelingLucky) && self.retrievers.contains(t) =>
+                    {
+                        t
+                    }
+                    _ => SearchType::RagCompletion,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "FEELING_LUCKY selection failed; using RAG_COMPLETION");
+                SearchType::RagCompletion
+            }
+        }
+    }
+
+    /// Runs the three retriever steps on one dataset.
+    async fn search_dataset(
+        &self,
+        dataset: &Dataset,
+        requested: SearchType,
+        request: &RecallRequest,
+        options: &RetrieverOptions,
+        events: Arc<dyn RecallEvents>,
+    ) -> Result<SearchResultPayload> {
+        self.check_embedding_width(dataset.id).await?;
+        let ctx = self.retrieval_context(dataset, events);
+        let search_type = self.effective_type(&ctx, requested, request).await?;
+        if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
+            return Err(RecallError::SearchTypeDisabled(search_type));
+        }
+        let retriever = self.retrievers.get(search_type)?;
+        let query = request.query_text.as_str();
+        let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
+        let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
+        let (completion, preview) = if options.search.only_context {
+            (None, retriever.prompt_preview(&ctx, query, &context, options).await?)
+        } else {
+            (retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?, None)
+        };
+        let evidence = if options.search.include_references {
+            retriever.get_context_evidence(&ctx, &objects, options).await?
+        } else {
+            Vec::new()
+        };
+        Ok(SearchResultPayload {
+            dataset: Some(dataset.clone()),
+            search_type,
+            completion,
+            context: Some(context),
+            only_context: options.search.only_context,
+            user_prompt: preview.as_ref().map(|p| p.user_prompt.clone()),
+            system_prompt: preview.map(|p| p.system_prompt),
+            evidence,
+            structured: options.search.response_schema.is_some() && retriever.structured_output(),
+            error: None,
+            objects,
+        })
+    }
+
+    /// The datasets this request reads ([`Engine::readable_scope`]).
+    pub(crate) async fn resolve_datasets(&self, user: &User, request: &RecallRequest) -> Result<Vec<Dataset>> {
+        self.readable_scope(user, request.datasets.as_deref(), request.dataset_ids.as_deref()).await
+    }
+
+    /// A dataset's chunk vectors must come from the configured embedding model.
+    async fn check_embedding_width(&self, dataset: DatasetId) -> Result<()> {
+        let configured = self.embedder.spec();
+        match self.vectors.collection_spec(DOCUMENT_CHUNK_TEXT).await? {
+            Some(stored) if stored != configured => {
+                Err(RecallError::embedding_mismatch(dataset, &stored, &configured.model, configured.dimensions))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// One payload per dataset, in request order. Any error other than "no
+    /// data" fails the search; if every dataset had no data, `NoDataError`
+    /// names each; otherwise the empty ones get an empty payload.
+    async fn collect_payloads(
+        &self,
+        datasets: &[Dataset],
+        outcomes: Vec<Result<SearchResultPayload>>,
+        search_type: SearchType,
+        only_context: bool,
+    ) -> Result<Vec<SearchResultPayload>> {
+        let mut payloads = Vec::with_capacity(outcomes.len());
+        let mut no_data = Vec::new();
+        for (dataset, outcome) in datasets.iter().zip(outcomes) {
+            match outcome {
+                Ok(p) => payloads.push(p),
+                Err(RecallError::NoData(message)) => {
+                    let reason = self.no_data_reason(dataset, message).await?;
+                    no_data.push((dataset.clone(), reason));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !datasets.is_empty() && no_data.len() == datasets.len() {
+            let message = if let [(d, reason)] = no_data.as_slice() {
+                format!("No searchable memory in dataset '{}' (id: {}): {reason}", d.name, d.id)
+            } else {
+                let lines: Vec<String> =
+                    no_data.iter().map(|(d, reason)| format!("- '{}' (id: {}): {reason}", d.name, d.id)).collect();
+                format!("No searchable memory in any of the {} searched datasets:\n{}", no_data.len(), lines.join("\n"))
+            };
+            return Err(RecallError::NoData(message));
+        }
+        for (dataset, reason) in no_data {
+            payloads.push(SearchResultPayload {
+                dataset: Some(dataset),
+                search_type,
+                completion: None,
+                context: only_context.then(|| LlmContext::List(Vec::new())),
+                only_context,
+                user_prompt: None,
+                system_prompt: None,
+                evidence: Vec::new(),
+                structured: false,
+                error: Some(reason),
+                objects: Vec::new(),
+            });
+        }
+        // Keep request order.
+        payloads.sort_by_key(|p| {
+            p.dataset.as_ref().and_then(|d| datasets.iter().position(|x| x.id == d.id)).unwrap_or(usize::MAX)
+        });
+        Ok(payloads)
+    }
+
+    async fn no_data_reason(&self, dataset: &Dataset, retriever_message: String) -> Result<String> {
+        if !self.graph.is_empty(dataset.id).await? {
+            return Ok(retriever_message);
+        }
+        let items = self.relational.data.count_data(dataset.id).await?;
+        Ok(if items > 0 {
+            format!("holds {items} data item(s) but its knowledge graph is empty; run cognify on this dataset before searching.")
+        } else {
+            "no data has been added; add data and run cognify before searching.".to_string()
+        })
+    }
+}
+
+/// Lets one dataset's answer stream: the first whose answer step starts
+/// generating; the answer events of the others are dropped (their answers
+/// still arrive in the final results).
+struct FirstStream {
+    inner: Arc<dyn RecallEvents>,
+    owner: Arc<std::sync::Mutex<Option<DatasetId>>>,
+}
+
+impl FirstStream {
+    fn new(inner: Arc<dyn RecallEvents>) -> Self {
+        Self { inner, owner: Default::default() }
+    }
+
+    fn for_dataset(&self, dataset: DatasetId) -> DatasetEvents {
+        DatasetEvents { inner: self.inner.clone(), owner: self.owner.clone(), dataset }
+    }
+}
+
+struct DatasetEvents {
+    inner: Arc<dyn RecallEvents>,
+    owner: Arc<std::sync::Mutex<Option<DatasetId>>>,
+    dataset: DatasetId,
+}
+
+impl RecallEvents for DatasetEvents {
+    fn listening(&self) -> bool {
+        self.inner.listening()
+    }
+
+    fn wants_deltas(&self) -> bool {
+        self.inner.wants_deltas()
+    }
+
+    fn emit(&self, event: RecallEvent) {
+        let answer_event = matches!(
+            event,
+            RecallEvent::Stage { stage: Stage::Generating }
+                | RecallEvent::Delta { .. }
+                | RecallEvent::Reset
+                | RecallEvent::AnswerDone
+        );
+        if answer_event {
+            let Ok(mut owner) = self.owner.lock() else { return };
+            if *owner.get_or_insert(self.dataset) != self.dataset {
+                return;
+            }
+        }
+        self.inner.emit(event);
+    }
+}
