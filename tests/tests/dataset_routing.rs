@@ -4,6 +4,10 @@
 //! index pick the dataset a question is about; controlled distances pin the
 //! selection rule, the tie margin, and every widening fallback.
 
+mod common;
+
+use common::me;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -337,9 +341,4 @@ async fn a_routed_recall_embeds_its_question_once() {
     assert_eq!(datasets_answering(&results).len(), 3);
     // Routing and the three datasets' CHUNKS searches shared one embedding.
     assert_eq!(embedder.queries.load(std::sync::atomic::Ordering::SeqCst), 1);
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

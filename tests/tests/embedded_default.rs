@@ -3,6 +3,10 @@
 //! local disk, offline embedder): remember → recall CHUNKS, idempotence,
 //! typed errors that write nothing, forget, and the embedding-width check.
 
+mod common;
+
+use common::me;
+
 use std::path::{Path, PathBuf};
 
 use recall::{build_engine, OpenMode, Settings};
@@ -260,11 +264,6 @@ async fn data_survives_reopening_the_store() {
         .await
         .unwrap();
     assert_eq!(graph_entries(&results)[0].metadata["document_name"], "rust-ownership.md");
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }
 
 /// The datasets the test user can see.

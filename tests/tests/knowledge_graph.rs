@@ -4,6 +4,10 @@
 //! default), de-duplication, idempotence, forget, pipeline-run states, and the
 //! LLM extractor against a fake OpenAI-compatible server (real HTTP).
 
+mod common;
+
+use common::me;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -575,11 +579,6 @@ async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
     settings.graph_url = "gremlin://x".into();
     let err = build_engine(&settings, OpenMode::Create).await.err().unwrap();
     assert!(err.to_string().contains("Unsupported graph_url"), "{err}");
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }
 
 /// The datasets the test user can see.

@@ -3,6 +3,10 @@
 //! custom retriever registration) and on an OpenAI-compatible embeddings
 //! endpoint served by a fake server started by the test (real HTTP).
 
+mod common;
+
+use common::me;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -178,11 +182,6 @@ async fn remember_and_recall_through_an_openai_compatible_embedding_endpoint() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].text(), "bbbb bbbb");
     assert_eq!(calls.load(Ordering::SeqCst), after_remember + 1, "one query embedding");
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }
 
 /// The datasets the test user can see.

@@ -3,6 +3,10 @@
 //! marker, scopes and lanes (with a fake session port), and the retry-once
 //! rule for routed guesses (against a fake OpenAI-compatible server).
 
+mod common;
+
+use common::{me, offline_builder};
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,25 +17,12 @@ use recall_core::{
     KnowledgeGraph, RecallError, RecallResponse, ResponseAgentTraceEntry, ResponseQAEntry, ResponseSessionContextEntry,
     Result, SearchType, User,
 };
-use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
 use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, RememberInput};
 use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
 use recall_openai::{OpenAiChat, OpenAiConfig};
 use serde_json::{json, Value};
 
 const USER: &str = "default_user@example.com";
-
-fn builder(config: EngineConfig) -> EngineBuilder {
-    EngineBuilder::new(
-        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
-        Arc::new(MemoryGraphStore::new()),
-        Arc::new(MemoryVectorStore::new()),
-        Arc::new(HashingEmbedder::new(64).unwrap()),
-    )
-    .config(config)
-    .extractor(Arc::new(RuleBasedExtractor))
-    .summarizer(Arc::new(ExtractiveSummarizer::default()))
-}
 
 async fn remembered(engine: &Engine) {
     engine
@@ -65,7 +56,7 @@ fn marker(results: &[RecallResponse]) -> &recall_core::ResponseMarkerEntry {
 
 #[tokio::test]
 async fn never_built_memory_answers_with_the_warming_up_marker() {
-    let engine = builder(EngineConfig::default()).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).build().unwrap();
     engine.relational().users.ensure_user(USER).await.unwrap();
     let results = engine.recall(&me(&engine).await, &RecallRequest::new("anything")).await.unwrap();
     let m = marker(&results);
@@ -86,7 +77,7 @@ async fn never_built_memory_answers_with_the_warming_up_marker() {
 
 #[tokio::test]
 async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
-    let engine = builder(EngineConfig::default()).extractor(Arc::new(FailingExtractor)).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).extractor(Arc::new(FailingExtractor)).build().unwrap();
     assert!(engine.remember(&me(&engine).await, "bees", &[RememberInput::text("Bees dance.")]).await.is_err());
     let results = engine.recall(&me(&engine).await, &RecallRequest::new("bees")).await.unwrap();
     let m = marker(&results);
@@ -101,7 +92,7 @@ async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
     );
 
     let config = EngineConfig { warmup_shortcircuit: false, ..Default::default() };
-    let engine = builder(config).extractor(Arc::new(FailingExtractor)).build().unwrap();
+    let engine = offline_builder(config, 64).extractor(Arc::new(FailingExtractor)).build().unwrap();
     assert!(engine.remember(&me(&engine).await, "bees", &[RememberInput::text("Bees dance.")]).await.is_err());
     let err = engine.recall(&me(&engine).await, &RecallRequest::new("bees")).await.unwrap_err();
     assert_eq!(err.http_status(), 404);
@@ -110,7 +101,7 @@ async fn a_failed_build_says_so_and_the_guard_can_be_turned_off() {
 
 #[tokio::test]
 async fn a_built_graph_is_warm() {
-    let engine = builder(EngineConfig::default()).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).build().unwrap();
     remembered(&engine).await;
     let results = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance")).await.unwrap();
     assert!(!results.is_empty());
@@ -170,7 +161,7 @@ impl SessionLanes for FakeSessions {
 
 #[tokio::test]
 async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
-    let engine = builder(EngineConfig::default()).sessions(Arc::new(FakeSessions)).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).sessions(Arc::new(FakeSessions)).build().unwrap();
     remembered(&engine).await;
     let sources = |r: &[RecallResponse]| r.iter().map(|x| x.source()).collect::<Vec<_>>();
 
@@ -213,7 +204,7 @@ async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
 
 #[tokio::test]
 async fn bad_scopes_and_unavailable_lanes_are_typed_errors() {
-    let engine = builder(EngineConfig::default()).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).build().unwrap();
     remembered(&engine).await;
     let err = engine.recall(&me(&engine).await, &RecallRequest::new("q").scope(["graph", "web"])).await.unwrap_err();
     assert_eq!(err.name(), "ValueError");
@@ -253,7 +244,7 @@ async fn fake_llm(answer: &'static str) -> String {
 async fn a_routed_guess_that_finds_nothing_is_retried_once_as_hybrid() {
     let endpoint = fake_llm("Bees dance.").await;
     let chat = OpenAiChat::new(OpenAiConfig::new(endpoint, "gpt-test", Some("sk".into()))).unwrap();
-    let engine = builder(EngineConfig::default()).llm(Some(Arc::new(chat))).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).llm(Some(Arc::new(chat))).build().unwrap();
     remembered(&engine).await;
 
     // Routed to CODING_RULES (no rules stored): retried as HYBRID_COMPLETION.
@@ -283,7 +274,7 @@ async fn a_routed_guess_that_finds_nothing_is_retried_once_as_hybrid() {
 
 #[tokio::test]
 async fn graph_searches_are_recorded_in_history() {
-    let engine = builder(EngineConfig::default()).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).build().unwrap();
     engine.relational().users.ensure_user(USER).await.unwrap();
     // A warm-up marker records nothing.
     engine.recall(&me(&engine).await, &RecallRequest::new("nothing yet")).await.unwrap();
@@ -297,7 +288,7 @@ async fn graph_searches_are_recorded_in_history() {
     assert_eq!(rows, vec![("user", "waggle dance"), ("system", answer.to_string().as_str())]);
     assert!(history[0].dataset_id.is_some());
 
-    let quiet = builder(EngineConfig { log_search_history: false, ..Default::default() }).build().unwrap();
+    let quiet = offline_builder(EngineConfig { log_search_history: false, ..Default::default() }, 64).build().unwrap();
     remembered(&quiet).await;
     quiet.recall(&me(&quiet).await, &RecallRequest::new("waggle dance")).await.unwrap();
     assert!(quiet.search_history(&me(&quiet).await).await.unwrap().is_empty());
@@ -330,9 +321,4 @@ async fn a_failing_history_write_fails_the_recall() {
     remembered(&engine).await;
     let err = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance")).await.unwrap_err();
     assert!(err.to_string().contains("history table is gone"), "{err}");
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

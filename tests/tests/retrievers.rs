@@ -3,6 +3,10 @@
 //! the in-memory stack), completion types against a fake OpenAI-compatible
 //! server started here (real HTTP), asserting the prompts it receives.
 
+mod common;
+
+use common::{me, offline_builder};
+
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -67,18 +71,6 @@ fn user_of(request: &Value) -> String {
     request["messages"][1]["content"].as_str().unwrap_or_default().to_string()
 }
 
-fn builder(config: EngineConfig) -> EngineBuilder {
-    EngineBuilder::new(
-        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
-        Arc::new(MemoryGraphStore::new()),
-        Arc::new(MemoryVectorStore::new()),
-        Arc::new(HashingEmbedder::new(64).unwrap()),
-    )
-    .config(config)
-    .extractor(Arc::new(RuleBasedExtractor))
-    .summarizer(Arc::new(ExtractiveSummarizer::default()))
-}
-
 async fn fixture(engine: &Engine) {
     engine
         .remember(
@@ -95,7 +87,7 @@ async fn fixture(engine: &Engine) {
 }
 
 async fn offline() -> Engine {
-    let engine = builder(EngineConfig::default()).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64).build().unwrap();
     fixture(&engine).await;
     engine
 }
@@ -103,7 +95,7 @@ async fn offline() -> Engine {
 async fn with_llm(respond: Responder, config: EngineConfig) -> (Engine, FakeLlm) {
     let fake = FakeLlm::start(respond).await;
     let chat = OpenAiChat::new(OpenAiConfig::new(fake.endpoint.clone(), "gpt-test", Some("sk-test".into()))).unwrap();
-    let engine = builder(config).llm(Some(Arc::new(chat))).build().unwrap();
+    let engine = offline_builder(config, 64).llm(Some(Arc::new(chat))).build().unwrap();
     fixture(&engine).await;
     (engine, fake)
 }
@@ -578,7 +570,7 @@ async fn cypher_is_disabled_by_default_and_unsupported_on_stores_without_cypher(
         .unwrap_err();
     assert_eq!(err.http_status(), 403);
     assert!(err.to_string().starts_with("CYPHER search is disabled by default for security reasons."));
-    let engine = builder(EngineConfig { allow_cypher_query: true, ..Default::default() }).build().unwrap();
+    let engine = offline_builder(EngineConfig { allow_cypher_query: true, ..Default::default() }, 64).build().unwrap();
     fixture(&engine).await;
     let err = engine
         .recall(&me(&engine).await, &RecallRequest::new("MATCH (n) RETURN n").query_type(SearchType::Cypher))
@@ -636,8 +628,10 @@ impl Retriever for Reverse {
 
 #[tokio::test]
 async fn a_registered_retriever_replaces_the_built_in_one() {
-    let engine =
-        builder(EngineConfig::default()).register_retriever(SearchType::Chunks, Arc::new(Reverse)).build().unwrap();
+    let engine = offline_builder(EngineConfig::default(), 64)
+        .register_retriever(SearchType::Chunks, Arc::new(Reverse))
+        .build()
+        .unwrap();
     fixture(&engine).await;
     let items = run(&engine, RecallRequest::new("abc").query_type(SearchType::Chunks)).await;
     assert_eq!(items.len(), 1);
@@ -788,9 +782,4 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
             }
         }
     }
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -3,27 +3,16 @@
 //! order, strict datasets, the backwards-compatible result shapes (per
 //! dataset, verbose, access control off) and history under the requested type.
 
-use std::sync::Arc;
+mod common;
 
-use recall_core::ports::RelationalPorts;
+use common::{me, offline_builder};
+
 use recall_core::{RecallError, SearchType};
-use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
-use recall_engine::{Engine, EngineBuilder, EngineConfig, RememberInput, SearchRequest, DEFAULT_SYSTEM_PROMPT};
-use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+use recall_engine::{Engine, EngineConfig, RememberInput, SearchRequest, DEFAULT_SYSTEM_PROMPT};
 use serde_json::Value;
 
 fn engine(config: EngineConfig) -> Engine {
-    EngineBuilder::new(
-        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
-        Arc::new(MemoryGraphStore::new()),
-        Arc::new(MemoryVectorStore::new()),
-        Arc::new(HashingEmbedder::new(64).unwrap()),
-    )
-    .config(config)
-    .extractor(Arc::new(RuleBasedExtractor))
-    .summarizer(Arc::new(ExtractiveSummarizer::default()))
-    .build()
-    .unwrap()
+    offline_builder(config, 64).build().unwrap()
 }
 
 async fn fixture(config: EngineConfig) -> Engine {
@@ -132,9 +121,4 @@ async fn datasets_users_and_single_dataset_types_are_checked_in_order() {
 async fn search(engine: &Engine, request: &SearchRequest) -> recall_core::Result<Vec<Value>> {
     let payloads = engine.search(&me(engine).await, request).await?;
     Ok(recall_api::search_results(&payloads, request.verbose, engine.settings().access_control))
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

@@ -2,14 +2,14 @@
 //! Skills end to end on the in-memory stack: SKILL.md ingestion, the SKILLS
 //! search type, and the skill gate's entries appended to recall (docs/recall.md, "The skill gate (rules)").
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-use recall_core::ports::RelationalPorts;
+use common::{me, offline_builder};
+
+use std::path::{Path, PathBuf};
+
 use recall_core::{RecallError, RecallResponse, ResponseSkillEntry, SearchType};
-use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
-use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, RememberInput};
-use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+use recall_engine::{Engine, EngineConfig, RecallRequest, RememberInput};
 
 const ROTATE: &str = "---\nname: Rotate API keys\ndescription: Rotate the service API keys without downtime.\nversion: 2\ntags: [security]\nallowed-tools: [Bash]\n---\n# Rotate API keys\n\n1. Create a new API key.\n2. Deploy the new key.\n3. Revoke the old API key.\n";
 const DEPLOY: &str = "---\nname: Deploy the service\ndescription: Deploy the service to production with a canary.\n---\nBuild, push the image, deploy a canary, then roll out.\n";
@@ -17,17 +17,7 @@ const BACKUP: &str = "---\nname: Back up the database\ndescription: Take and ver
 const RETIRED: &str = "---\nname: Rotate API keys by hand\ndescription: The old manual key rotation.\nis_active: false\n---\nEdit the key file.\n";
 
 fn engine(config: EngineConfig) -> Engine {
-    EngineBuilder::new(
-        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
-        Arc::new(MemoryGraphStore::new()),
-        Arc::new(MemoryVectorStore::new()),
-        Arc::new(HashingEmbedder::new(256).unwrap()),
-    )
-    .config(config)
-    .extractor(Arc::new(RuleBasedExtractor))
-    .summarizer(Arc::new(ExtractiveSummarizer::default()))
-    .build()
-    .unwrap()
+    offline_builder(config, 256).build().unwrap()
 }
 
 /// A skills tree: one directory per skill, each with its SKILL.md.
@@ -192,9 +182,4 @@ async fn adding_skills_validates_every_file_first_and_replaces_on_re_add() {
     let deploy = skills.iter().find(|s| s.name == "Deploy the service").unwrap();
     assert_eq!(deploy.description, "Deploy the service to production blue-green.");
     assert!(deploy.procedure.starts_with("Build, push the image"));
-}
-
-/// The user these calls act for (created on first use).
-async fn me(engine: &recall_engine::Engine) -> recall_core::User {
-    engine.relational().users.ensure_user("default_user@example.com").await.unwrap()
 }

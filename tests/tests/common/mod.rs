@@ -1,0 +1,34 @@
+//! What the end-to-end tests share: an offline engine on fresh in-memory
+//! ports, and the user the calls act for. Each test file takes what it uses.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use recall_core::ports::RelationalPorts;
+use recall_core::User;
+use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
+use recall_engine::{Engine, EngineBuilder, EngineConfig};
+use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+
+/// The user most tests act for.
+pub const DEFAULT_USER: &str = "default_user@example.com";
+
+/// A builder on fresh in-memory ports, the offline embedder `dimensions`
+/// wide, the rule-based extractor and the extractive summariser: remember
+/// and recall with no model and no network.
+pub fn offline_builder(config: EngineConfig, dimensions: usize) -> EngineBuilder {
+    EngineBuilder::new(
+        RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+        Arc::new(MemoryGraphStore::new()),
+        Arc::new(MemoryVectorStore::new()),
+        Arc::new(HashingEmbedder::new(dimensions).unwrap()),
+    )
+    .config(config)
+    .extractor(Arc::new(RuleBasedExtractor))
+    .summarizer(Arc::new(ExtractiveSummarizer::default()))
+}
+
+/// The user these calls act for (created on first use).
+pub async fn me(engine: &Engine) -> User {
+    engine.relational().users.ensure_user(DEFAULT_USER).await.unwrap()
+}
