@@ -18,8 +18,12 @@ deps:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq protobuf-compiler >/dev/null; }
 
+# `make run` builds what `make test` builds: the test build (dev-dependencies
+# and all) also produces the `recall` binary, so one never recompiles the
+# dependencies for the other (a plain `cargo build -p recall` unifies other
+# features and rebuilt LanceDB for minutes).
 build: deps
-	$(CARGO) build -p recall
+	$(CARGO) test --workspace --all-targets --no-run
 
 run: build
 	@rm -rf $(DATA_DIR)
