@@ -125,6 +125,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             skill_gate_enabled: settings.skill_gate_enabled,
             access_control: settings.enable_backend_access_control,
             prompt_dirs: settings.prompt_dirs(),
+            credentials: settings.credentials()?,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

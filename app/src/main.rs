@@ -99,6 +99,49 @@ enum Command {
     Share(ShareArgs),
     /// Take a permission on a dataset away from another user (you need `share` on it).
     Unshare(ShareArgs),
+    /// Users: create one, set a password (docs/auth.md).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// API keys of the user the command acts for (--user): create (the key
+    /// is shown once), list, revoke.
+    #[command(subcommand, name = "api-key")]
+    ApiKey(ApiKeyCommand),
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user (an error if the email is taken).
+    Create {
+        email: String,
+        /// Also set a password, read from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set the password of the user the command acts for (--user), read from
+    /// the first line of standard input.
+    Password,
+}
+
+#[derive(Subcommand)]
+enum ApiKeyCommand {
+    /// Mint a key (64 hex characters, printed once: only its hash is stored).
+    Create {
+        /// A name to tell keys apart.
+        #[arg(long)]
+        name: Option<String>,
+        /// Print {"key", "id", "label", "name"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The keys' ids, labels (first 8 characters) and names.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key by id.
+    Revoke { id: Uuid },
 }
 
 /// One dataset: by name (among your own datasets) or by id (any dataset
@@ -517,6 +560,8 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Share(args) => share(who, args, true).await,
         Command::Unshare(args) => share(who, args, false).await,
+        Command::User(command) => user(who, command).await,
+        Command::ApiKey(command) => api_key(who, command).await,
     }
 }
 
@@ -554,6 +599,85 @@ impl Who<'_> {
             DatasetRef::Name(name) => RecallError::DatasetNotFound { missing: vec![name.clone()] },
             DatasetRef::Id(_) => RecallError::permission_denied(Permission::Read),
         })
+    }
+}
+
+/// The first line of standard input, without its line end.
+fn password_from_stdin() -> Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| RecallError::invalid_input(format!("cannot read the password from standard input: {e}")))?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}
+
+/// `recall user …`.
+async fn user(who: Who<'_>, command: UserCommand) -> Result<()> {
+    match command {
+        UserCommand::Create { email, password_stdin, json } => {
+            let email = email.trim().to_string();
+            recall::validate_email(&email)?;
+            let password = if password_stdin { Some(password_from_stdin()?) } else { None };
+            let (engine, _) = build_engine(who.settings, OpenMode::Create).await?;
+            if engine.relational().users.find_user(&email).await?.is_some() {
+                return Err(RecallError::invalid_input(format!("User '{email}' already exists.")));
+            }
+            let created = engine.relational().users.ensure_user(&email).await?;
+            if let Some(password) = password {
+                engine.set_password(&created, &password).await?;
+            }
+            if json {
+                return print_json(&serde_json::json!({"id": created.id, "email": created.email}));
+            }
+            println!("Created user {} ({}).", created.email, created.id);
+            Ok(())
+        }
+        UserCommand::Password => {
+            let password = password_from_stdin()?;
+            let (engine, user) = who.writer().await?;
+            engine.set_password(&user, &password).await?;
+            println!("Password set for {}.", user.email);
+            Ok(())
+        }
+    }
+}
+
+/// `recall api-key …`.
+async fn api_key(who: Who<'_>, command: ApiKeyCommand) -> Result<()> {
+    match command {
+        ApiKeyCommand::Create { name, json } => {
+            let (engine, user) = who.writer().await?;
+            let created = engine.create_api_key(&user, name.as_deref()).await?;
+            if json {
+                return print_json(&created);
+            }
+            println!("{}", created.key);
+            println!("id {}  label {}  user {} — the key is shown only now.", created.id, created.label, user.email);
+            Ok(())
+        }
+        ApiKeyCommand::List { json } => {
+            let keys = match who.reader().await? {
+                Some((engine, user)) => engine.api_keys(&user).await?,
+                None => Vec::new(),
+            };
+            if json {
+                return print_json(&keys);
+            }
+            if keys.is_empty() {
+                println!("No API keys.");
+            }
+            for k in keys {
+                println!("{}  {}  {}", k.id, k.label, k.name.as_deref().unwrap_or("-"));
+            }
+            Ok(())
+        }
+        ApiKeyCommand::Revoke { id } => {
+            let (engine, user) =
+                who.reader().await?.ok_or_else(|| RecallError::NotFound(format!("API key {id} not found.")))?;
+            engine.revoke_api_key(&user, id).await?;
+            println!("Revoked API key {id}.");
+            Ok(())
+        }
     }
 }
 

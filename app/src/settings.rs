@@ -29,6 +29,9 @@ const COGNEE_VARS: &[&str] = &[
     "DATASET_ROUTING_MAX_DISTANCE",
     "DATASET_ROUTING_TIE_MARGIN",
     "SKILL_GATE_ENABLED",
+    "API_KEY_HASH_SALT",
+    "API_KEY_HASH_ITERATIONS",
+    "MAX_USER_API_KEYS",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -67,6 +70,12 @@ pub struct Settings {
     /// SKILL_GATE_ENABLED: on unless false, 0 or no (any case).
     #[serde(deserialize_with = "on_unless_off")]
     pub skill_gate_enabled: bool,
+    /// API_KEY_HASH_SALT: the salt of the keys' PBKDF2 derivation (docs/auth.md).
+    pub api_key_hash_salt: Secret,
+    /// API_KEY_HASH_ITERATIONS (≥ 1).
+    pub api_key_hash_iterations: u32,
+    /// MAX_USER_API_KEYS: keys one user may hold.
+    pub max_user_api_keys: usize,
     pub db_url: Secret,
     pub graph_url: String,
     pub graph_user: String,
@@ -190,6 +199,18 @@ impl Settings {
             Some(mb) => mb.saturating_mul(MIB),
             None => available_memory().map_or(1024 * MIB, |bytes| (bytes / 4).max(1024 * MIB)),
         }
+    }
+
+    /// The credential settings, checked.
+    pub fn credentials(&self) -> Result<recall_engine::CredentialsConfig> {
+        if self.api_key_hash_iterations == 0 {
+            return Err(RecallError::invalid_input("API_KEY_HASH_ITERATIONS must be a positive integer"));
+        }
+        Ok(recall_engine::CredentialsConfig {
+            api_key_hash_salt: self.api_key_hash_salt.expose().to_string(),
+            api_key_hash_iterations: self.api_key_hash_iterations,
+            max_user_api_keys: self.max_user_api_keys,
+        })
     }
 
     /// The prompt directories, in order.

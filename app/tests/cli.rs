@@ -365,3 +365,72 @@ fn skills_are_added_listed_and_offered_with_an_explanation() {
     let text = stdout(&o);
     assert!(text.contains("explain:") && text.contains("search type: CHUNKS (chosen by no_llm)"), "{text}");
 }
+
+/// `recall` with standard input and extra environment.
+fn recall_with(data_dir: &Path, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env_remove("RECALL_USER")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn users_and_api_keys_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Few rounds: the default 600 000 are slow in a debug build.
+    let env = [("API_KEY_HASH_ITERATIONS", "1000"), ("MAX_USER_API_KEYS", "2")];
+    let run = |args: &[&str], stdin: &str| recall_with(d, args, stdin, &env);
+
+    let o = run(&["user", "create", "ann@example.com", "--password-stdin", "--json"], "correct horse\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let created: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(created["email"], "ann@example.com");
+    let o = run(&["user", "create", "ann@example.com"], "");
+    assert!(stderr(&o).contains("User 'ann@example.com' already exists."), "{}", stderr(&o));
+    let o = run(&["user", "create", "not-an-email"], "");
+    assert!(stderr(&o).contains("[InvalidInputError] (HTTP 400)"), "{}", stderr(&o));
+    let o = run(&["--user", "ann@example.com", "user", "password"], "short\n");
+    assert!(stderr(&o).contains("at least 8 characters"), "{}", stderr(&o));
+
+    // A key is printed once; the store keeps its hash only.
+    let o = run(&["--user", "ann@example.com", "api-key", "create", "--name", "ci", "--json"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let key: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let secret = key["key"].as_str().unwrap().to_string();
+    assert_eq!(secret.len(), 64);
+    assert_eq!(key["label"], format!("{}****", &secret[..8]));
+    assert_eq!(key["name"], "ci");
+    let db = std::fs::read(d.join("recall.db")).unwrap();
+    assert!(!db.windows(secret.len()).any(|w| w == secret.as_bytes()), "the key itself is never stored");
+
+    let o = run(&["--user", "ann@example.com", "api-key", "create"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["--user", "ann@example.com", "api-key", "create"], "");
+    assert!(stderr(&o).contains("You have reached the maximum number of API keys."), "{}", stderr(&o));
+
+    let o = run(&["--user", "ann@example.com", "api-key", "list", "--json"], "");
+    let keys: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(keys.as_array().unwrap().len(), 2);
+    assert!(!stdout(&o).contains(&secret), "a list never shows a key");
+    // Another user neither sees nor revokes ann's keys.
+    let o = run(&["--user", "bob@example.com", "api-key", "list"], "");
+    assert!(stdout(&o).contains("No API keys."), "{}", stdout(&o));
+    let id = key["id"].as_str().unwrap();
+    let o = run(&["--user", "bob@example.com", "api-key", "revoke", id], "");
+    assert!(stderr(&o).contains("[NotFoundError] (HTTP 404)"), "{}", stderr(&o));
+    let o = run(&["--user", "ann@example.com", "api-key", "revoke", id], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["--user", "ann@example.com", "api-key", "list", "--json"], "");
+    assert!(!stdout(&o).contains(id), "{}", stdout(&o));
+}

@@ -2,12 +2,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use recall_core::ports::{
-    DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore,
-    UserStore,
+    CredentialStore, DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore,
+    SearchHistoryStore, UserStore,
 };
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, HistoryRow, Permission,
-    PipelineRun, Result, SearchRecord, User,
+    ids, now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, EpochMillis, Grant, HistoryRow,
+    NewApiKey, Permission, PipelineRun, Result, SearchRecord, User,
 };
 use tokio::sync::RwLock;
 use uuid::Uuid;
@@ -23,6 +23,9 @@ struct State {
     versions: BTreeMap<DatasetId, u64>,
     runs: Vec<PipelineRun>,
     history: Vec<(Uuid, HistoryRow)>,
+    /// API keys by hash, in insertion order within a user.
+    api_keys: Vec<(String, ApiKey)>,
+    passwords: BTreeMap<Uuid, String>,
 }
 
 /// Users, datasets, data items and pipeline runs held in memory.
@@ -253,5 +256,52 @@ impl SearchHistoryStore for MemoryRelationalStore {
             state.history.iter().filter(|(u, _)| *u == user_id).map(|(_, r)| r.clone()).collect();
         rows.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(rows)
+    }
+}
+
+#[async_trait]
+impl CredentialStore for MemoryRelationalStore {
+    async fn add_api_key(&self, key: &NewApiKey, limit: usize) -> Result<Option<ApiKey>> {
+        let mut state = self.state.write().await;
+        if state.api_keys.iter().filter(|(_, k)| k.user_id == key.user_id).count() >= limit {
+            return Ok(None);
+        }
+        let listed = key.listed();
+        state.api_keys.push((key.key_hash.clone(), listed.clone()));
+        Ok(Some(listed))
+    }
+
+    async fn api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
+        let state = self.state.read().await;
+        Ok(state.api_keys.iter().filter(|(_, k)| k.user_id == user_id).map(|(_, k)| k.clone()).collect())
+    }
+
+    async fn delete_api_key(&self, user_id: Uuid, id: Uuid) -> Result<bool> {
+        let mut state = self.state.write().await;
+        let before = state.api_keys.len();
+        state.api_keys.retain(|(_, k)| !(k.user_id == user_id && k.id == id));
+        Ok(state.api_keys.len() < before)
+    }
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>> {
+        let state = self.state.read().await;
+        Ok(state.api_keys.iter().find(|(h, _)| h == key_hash).map(|(_, k)| k.clone()))
+    }
+
+    async fn touch_api_key(&self, id: Uuid, at: EpochMillis) -> Result<()> {
+        let mut state = self.state.write().await;
+        for (_, k) in state.api_keys.iter_mut().filter(|(_, k)| k.id == id) {
+            k.last_used_at = Some(at);
+        }
+        Ok(())
+    }
+
+    async fn set_password_hash(&self, user_id: Uuid, hash: &str) -> Result<()> {
+        self.state.write().await.passwords.insert(user_id, hash.to_string());
+        Ok(())
+    }
+
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>> {
+        Ok(self.state.read().await.passwords.get(&user_id).cloned())
     }
 }

@@ -1,11 +1,12 @@
 use async_trait::async_trait;
 use recall_core::ports::{
-    DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore, SearchHistoryStore,
-    UserStore,
+    CredentialStore, DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore,
+    SearchHistoryStore, UserStore,
 };
 use recall_core::{
-    ids, now_millis, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, Grant, GraphBuildStatus, HistoryRow,
-    Permission, PipelineRun, PipelineRunStatus, RecallError, Result, SearchRecord, User,
+    ids, now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, EpochMillis, Grant,
+    GraphBuildStatus, HistoryRow, NewApiKey, Permission, PipelineRun, PipelineRunStatus, RecallError, Result,
+    SearchRecord, User,
 };
 use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
 use uuid::Uuid;
@@ -567,5 +568,115 @@ impl SearchHistoryStore for SqlRelationalStore {
                 })
             })
             .collect()
+    }
+}
+
+const API_KEY_COLUMNS: &str = "id, user_id, label, name, created_at, last_used_at";
+
+fn api_key_from_row(row: &QueryResult) -> Result<ApiKey> {
+    Ok(ApiKey {
+        id: uuid_col(row, "id")?,
+        user_id: uuid_col(row, "user_id")?,
+        label: row.try_get("", "label").map_err(db_err)?,
+        name: row.try_get("", "name").map_err(db_err)?,
+        created_at: row.try_get("", "created_at").map_err(db_err)?,
+        last_used_at: row.try_get("", "last_used_at").map_err(db_err)?,
+    })
+}
+
+#[async_trait]
+impl CredentialStore for SqlRelationalStore {
+    /// In one transaction that first writes the user's row: concurrent adds
+    /// for one user queue behind it, so the count they check is exact.
+    async fn add_api_key(&self, key: &NewApiKey, limit: usize) -> Result<Option<ApiKey>> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        let user: Value = key.user_id.to_string().into();
+        txn.execute_raw(self.db.stmt("UPDATE users SET email = email WHERE id = $1", vec![user.clone()]))
+            .await
+            .map_err(db_err)?;
+        let row = txn
+            .query_one_raw(self.db.stmt("SELECT COUNT(*) AS n FROM api_keys WHERE user_id = $1", vec![user.clone()]))
+            .await
+            .map_err(db_err)?;
+        let held: i64 = row.map(|r| r.try_get("", "n")).transpose().map_err(db_err)?.unwrap_or(0);
+        if usize::try_from(held).unwrap_or(usize::MAX) >= limit {
+            return Ok(None);
+        }
+        txn.execute_raw(self.db.stmt(
+            "INSERT INTO api_keys (id, user_id, key_hash, label, name, created_at, last_used_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, NULL)",
+            vec![
+                key.id.to_string().into(),
+                user,
+                key.key_hash.clone().into(),
+                key.label.clone().into(),
+                key.name.clone().into(),
+                key.created_at.into(),
+            ],
+        ))
+        .await
+        .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(key.listed()))
+    }
+
+    async fn api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
+        let sql = format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE user_id = $1 ORDER BY created_at, id");
+        self.query(&sql, vec![user_id.to_string().into()]).await?.iter().map(api_key_from_row).collect()
+    }
+
+    async fn delete_api_key(&self, user_id: Uuid, id: Uuid) -> Result<bool> {
+        let done = self
+            .db
+            .conn
+            .execute_raw(self.db.stmt(
+                "DELETE FROM api_keys WHERE user_id = $1 AND id = $2",
+                vec![user_id.to_string().into(), id.to_string().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>> {
+        let sql = format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE key_hash = $1");
+        self.query(&sql, vec![key_hash.into()]).await?.first().map(api_key_from_row).transpose()
+    }
+
+    async fn touch_api_key(&self, id: Uuid, at: EpochMillis) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(
+                self.db.stmt(
+                    "UPDATE api_keys SET last_used_at = $1 WHERE id = $2",
+                    vec![at.into(), id.to_string().into()],
+                ),
+            )
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn set_password_hash(&self, user_id: Uuid, hash: &str) -> Result<()> {
+        self.db
+            .conn
+            .execute_raw(self.db.stmt(
+                "UPDATE users SET hashed_password = $1 WHERE id = $2",
+                vec![hash.into(), user_id.to_string().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>> {
+        let rows =
+            self.query("SELECT hashed_password FROM users WHERE id = $1", vec![user_id.to_string().into()]).await?;
+        Ok(rows
+            .first()
+            .map(|r| r.try_get::<Option<String>>("", "hashed_password"))
+            .transpose()
+            .map_err(db_err)?
+            .flatten())
     }
 }

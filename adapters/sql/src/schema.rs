@@ -331,6 +331,52 @@ impl MigrationTrait for M20261204DataVersions {
     }
 }
 
+/// Migration 6: credentials (docs/auth.md). API keys are stored as their
+/// derived hash only (unique: a lookup compares hashes); a user's password as
+/// an Argon2 PHC string, NULL for a user without one.
+struct M20261205Credentials;
+
+impl MigrationName for M20261205Credentials {
+    fn name(&self) -> &str {
+        "m20261205_000006_credentials"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261205Credentials {
+    /// One transaction on every backend (see migration 3).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared(
+            "CREATE TABLE IF NOT EXISTS api_keys (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                key_hash TEXT NOT NULL UNIQUE,
+                label TEXT NOT NULL,
+                name TEXT,
+                created_at BIGINT NOT NULL,
+                last_used_at BIGINT)",
+        )
+        .await?;
+        conn.execute_unprepared("CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys (user_id, created_at)").await?;
+        if !manager.has_column("users", "hashed_password").await? {
+            conn.execute_unprepared("ALTER TABLE users ADD COLUMN hashed_password TEXT").await?;
+        }
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared("DROP TABLE IF EXISTS api_keys").await?;
+        conn.execute_unprepared("ALTER TABLE users DROP COLUMN hashed_password").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -369,6 +415,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261202EdgeProvenance),
             Box::new(M20261203EdgeTypeKey),
             Box::new(M20261204DataVersions),
+            Box::new(M20261205Credentials),
         ]
     }
 }

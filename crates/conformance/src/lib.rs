@@ -9,12 +9,12 @@ pub mod postgres;
 use std::sync::Arc;
 
 use recall_core::ports::{
-    DataStore, DatasetStore, EdgeProjection, EmbeddingSpec, GraphStore, NodeSetFilter, PipelineRunStore,
-    RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
+    CredentialStore, DataStore, DatasetStore, EdgeProjection, EmbeddingSpec, GraphStore, NodeSetFilter,
+    PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
 };
 use recall_core::{
-    now_millis, DataItem, DataStatus, Dataset, DatasetId, Edge, Grant, GraphBuildStatus, Node, Permission, PipelineRun,
-    PipelineRunStatus, RecallError, SearchRecord, User,
+    now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetId, Edge, Grant, GraphBuildStatus, NewApiKey, Node,
+    Permission, PipelineRun, PipelineRunStatus, RecallError, SearchRecord, User,
 };
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -601,6 +601,7 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     assert_eq!(datasets.get_datasets(&[notes.id]).await.unwrap(), vec![notes.clone()]);
     grants_conformance(users, datasets, &owner, &stranger, &docs, &notes, &theirs).await;
     data_versions_conformance(datasets, &docs, &notes).await;
+    credentials_conformance(store.clone(), &owner, &stranger).await;
 
     let item = DataItem {
         id: Uuid::new_v4(),
@@ -850,4 +851,66 @@ async fn grants_conformance(
 
     // Leave one grant, so the caller's delete_dataset must remove it.
     datasets.grant(docs.id, stranger.id, Permission::Read).await.unwrap();
+}
+
+fn new_key(user: &User, n: usize) -> NewApiKey {
+    NewApiKey {
+        id: Uuid::new_v4(),
+        user_id: user.id,
+        key_hash: format!("hash-{}-{n}", Uuid::new_v4()),
+        label: format!("{n:08}****"),
+        name: Some(format!("key {n}")),
+        created_at: now_millis() + n as i64,
+    }
+}
+
+/// API keys (hashes only) and password hashes: per-user lists, the limit
+/// held under concurrent adds, deletes only by the owner, lookups by hash.
+async fn credentials_conformance<S: RelationalStore + 'static>(store: Arc<S>, owner: &User, stranger: &User) {
+    let creds: &dyn CredentialStore = store.as_ref();
+    assert_eq!(creds.password_hash(owner.id).await.unwrap(), None, "no password until one is set");
+    creds.set_password_hash(owner.id, "$argon2id$first").await.unwrap();
+    creds.set_password_hash(owner.id, "$argon2id$second").await.unwrap();
+    assert_eq!(creds.password_hash(owner.id).await.unwrap().as_deref(), Some("$argon2id$second"));
+    assert_eq!(creds.password_hash(stranger.id).await.unwrap(), None);
+
+    let first = new_key(owner, 1);
+    let listed = creds.add_api_key(&first, 3).await.unwrap().expect("under the limit");
+    assert_eq!(listed, first.listed());
+    let second = new_key(owner, 2);
+    creds.add_api_key(&second, 3).await.unwrap().unwrap();
+    let theirs = new_key(stranger, 1);
+    creds.add_api_key(&theirs, 3).await.unwrap().unwrap();
+    let ids = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.id).collect::<Vec<_>>();
+    assert_eq!(ids(creds.api_keys(owner.id).await.unwrap()), vec![first.id, second.id], "oldest first, own only");
+
+    // The limit holds under concurrent adds: 8 tasks race for the last slot.
+    let racers: Vec<_> = (10..18)
+        .map(|n| {
+            let store = store.clone();
+            let key = new_key(owner, n);
+            tokio::spawn(async move { store.add_api_key(&key, 3).await })
+        })
+        .collect();
+    let mut added = 0;
+    for r in racers {
+        if r.await.unwrap().unwrap().is_some() {
+            added += 1;
+        }
+    }
+    assert_eq!(added, 1, "exactly one racer took the last slot");
+    assert_eq!(creds.api_keys(owner.id).await.unwrap().len(), 3);
+    assert!(creds.add_api_key(&new_key(owner, 20), 3).await.unwrap().is_none(), "a full user adds nothing");
+
+    let found = creds.api_key_by_hash(&second.key_hash).await.unwrap().unwrap();
+    assert_eq!((found.id, found.user_id, found.last_used_at), (second.id, owner.id, None));
+    assert!(creds.api_key_by_hash("no such hash").await.unwrap().is_none());
+    creds.touch_api_key(second.id, 1_234).await.unwrap();
+    assert_eq!(creds.api_key_by_hash(&second.key_hash).await.unwrap().unwrap().last_used_at, Some(1_234));
+
+    assert!(!creds.delete_api_key(stranger.id, first.id).await.unwrap(), "only the owner deletes a key");
+    assert!(creds.delete_api_key(owner.id, first.id).await.unwrap());
+    assert!(!creds.delete_api_key(owner.id, first.id).await.unwrap(), "a deleted key is gone");
+    assert!(creds.api_key_by_hash(&first.key_hash).await.unwrap().is_none());
+    assert_eq!(ids(creds.api_keys(stranger.id).await.unwrap()), vec![theirs.id]);
 }

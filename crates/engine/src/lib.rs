@@ -3,6 +3,7 @@
 //! crate wires adapters in through [`EngineBuilder`].
 
 mod access;
+pub mod credentials;
 pub mod ingest;
 pub mod query;
 pub mod skills;
@@ -17,6 +18,7 @@ use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use access::DatasetListing;
+pub use credentials::{CreatedApiKey, CredentialsConfig, PasswordCheck};
 pub use ingest::chunking::{chunk_text, TextChunk};
 pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
@@ -65,6 +67,8 @@ pub struct EngineConfig {
     /// `RECALL_PROMPT_DIRS`: the only directories a request's prompt file
     /// (`system_prompt_path`) may be read from. Empty: built-in prompts only.
     pub prompt_dirs: Vec<PathBuf>,
+    /// API keys and passwords (docs/auth.md).
+    pub credentials: CredentialsConfig,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +88,7 @@ impl Default for EngineConfig {
             skill_gate_enabled: true,
             access_control: true,
             prompt_dirs: Vec::new(),
+            credentials: CredentialsConfig::default(),
         }
     }
 }
@@ -109,6 +114,9 @@ pub struct Engine {
     /// The embedder for questions: remembers recent query vectors, so a
     /// recall embeds its question once (routing, then every dataset).
     pub(crate) query_embedder: Arc<dyn Embedder>,
+    /// API keys that authenticated recently (docs/auth.md).
+    pub(crate) verified_keys: credentials::VerifiedKeys,
+    pub(crate) key_stamps: credentials::KeyStamps,
 }
 
 /// The data versions one process has seen (docs/backends.md, "Data versions").
@@ -238,6 +246,8 @@ impl EngineBuilder {
             graph: self.graph,
             vectors: self.vectors,
             query_embedder: Arc::new(query::query_embedder::QueryEmbedder::new(self.embedder.clone())),
+            verified_keys: credentials::verified_keys(),
+            key_stamps: credentials::key_stamps(),
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,

@@ -5,6 +5,7 @@
 //! This crate performs no I/O. Adapters depend on it; it depends on no adapter.
 
 pub mod access;
+pub mod credentials;
 pub mod error;
 pub mod events;
 pub mod ids;
@@ -17,6 +18,7 @@ pub mod secret;
 pub mod text;
 
 pub use access::{DatasetAccess, DatasetRef, Grant, Permission};
+pub use credentials::{ApiKey, NewApiKey};
 pub use error::{ErrorKind, RecallError, Result};
 pub use events::{CollectEvents, NoEvents, RecallEvent, RecallEvents, Stage};
 pub use model::*;

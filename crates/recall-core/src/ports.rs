@@ -680,8 +680,39 @@ pub trait SearchHistoryStore: Send + Sync {
     async fn search_history(&self, user_id: Uuid) -> Result<Vec<crate::HistoryRow>>;
 }
 
+/// API keys and passwords (docs/auth.md): hashes only, never a key or a
+/// password in the clear.
+#[cfg_attr(feature = "test-utils", mockall::automock)]
+#[async_trait]
+pub trait CredentialStore: Send + Sync {
+    /// Stores a key unless its user already holds `limit` keys, checked and
+    /// written atomically (concurrent adds never pass the limit). `None`: the
+    /// limit was reached, nothing was written.
+    async fn add_api_key(&self, key: &crate::NewApiKey, limit: usize) -> Result<Option<crate::ApiKey>>;
+
+    /// A user's keys, oldest first.
+    async fn api_keys(&self, user_id: Uuid) -> Result<Vec<crate::ApiKey>>;
+
+    /// Deletes one of a user's keys; `false` when the user holds no such key.
+    async fn delete_api_key(&self, user_id: Uuid, id: Uuid) -> Result<bool>;
+
+    /// The key stored under this hash.
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<crate::ApiKey>>;
+
+    /// Records a key's use.
+    async fn touch_api_key(&self, id: Uuid, at: crate::EpochMillis) -> Result<()>;
+
+    /// Sets (or replaces) a user's password hash.
+    async fn set_password_hash(&self, user_id: Uuid, hash: &str) -> Result<()>;
+
+    /// A user's password hash; `None` for a user without a password.
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>>;
+}
+
 /// The relational store as one object, for adapters that implement every concern.
-pub trait RelationalStore: UserStore + DatasetStore + DataStore + PipelineRunStore + SearchHistoryStore {
+pub trait RelationalStore:
+    UserStore + DatasetStore + DataStore + PipelineRunStore + SearchHistoryStore + CredentialStore
+{
     fn name(&self) -> &'static str {
         "relational"
     }
@@ -696,11 +727,19 @@ pub struct RelationalPorts {
     pub data: Arc<dyn DataStore>,
     pub runs: Arc<dyn PipelineRunStore>,
     pub history: Arc<dyn SearchHistoryStore>,
+    pub credentials: Arc<dyn CredentialStore>,
 }
 
 impl RelationalPorts {
     pub fn from_store<S: RelationalStore + 'static>(store: Arc<S>) -> Self {
-        Self { users: store.clone(), datasets: store.clone(), data: store.clone(), runs: store.clone(), history: store }
+        Self {
+            users: store.clone(),
+            datasets: store.clone(),
+            data: store.clone(),
+            runs: store.clone(),
+            history: store.clone(),
+            credentials: store,
+        }
     }
 }
 

@@ -212,8 +212,8 @@ mod tests {
     use std::sync::Arc;
 
     use recall_core::ports::{
-        MockDataStore, MockDatasetStore, MockEmbedder, MockGraphStore, MockPipelineRunStore, MockSearchHistoryStore,
-        MockUserStore, MockVectorStore, RelationalPorts,
+        MockCredentialStore, MockDataStore, MockDatasetStore, MockEmbedder, MockGraphStore, MockPipelineRunStore,
+        MockSearchHistoryStore, MockUserStore, MockVectorStore, RelationalPorts,
     };
     use recall_core::User;
     use uuid::Uuid;
@@ -229,6 +229,7 @@ mod tests {
             data: Arc::new(MockDataStore::new()),
             runs: Arc::new(MockPipelineRunStore::new()),
             history: Arc::new(MockSearchHistoryStore::new()),
+            credentials: Arc::new(MockCredentialStore::new()),
         };
         EngineBuilder::new(
             relational,
