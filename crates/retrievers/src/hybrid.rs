@@ -431,7 +431,7 @@ pub trait HybridStrategy: Send + Sync {
     /// The type's name in logs and provider errors.
     const NAME: &'static str;
 
-    /// Step 1: the candidates, as one serialised [`HybridResult`].
+    /// Step 1: the candidates (the family serialises them as the single object).
     async fn candidates(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<HybridResult>;
 }
 

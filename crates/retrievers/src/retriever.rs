@@ -51,7 +51,7 @@ impl DatasetPorts {
 /// Per-call options every retriever receives (the retriever factory's
 /// arguments): the request's options as the engine validated them, and the
 /// prompt files it read for them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RetrieverOptions {
     /// The request's options, under Cognee's names.
     pub search: SearchOptions,
@@ -60,6 +60,14 @@ pub struct RetrieverOptions {
     /// ([`crate::prompts::load_with`]). The engine reads them from its allowed
     /// prompt directories before any retriever runs; retrievers never read files.
     pub prompt_files: BTreeMap<String, String>,
+}
+
+/// No options given: every retriever uses its own defaults, `top_k` included
+/// (unlike a request, whose `top_k` defaults to 15).
+impl Default for RetrieverOptions {
+    fn default() -> Self {
+        Self::new(SearchOptions { top_k: None, ..SearchOptions::default() })
+    }
 }
 
 impl RetrieverOptions {
@@ -244,5 +252,18 @@ pub trait Retriever: Send + Sync {
     /// ignores the schema and answers as usual.
     fn structured_output(&self) -> bool {
         self.is_generative()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_options_leave_top_k_to_each_retriever() {
+        assert_eq!(RetrieverOptions::default().top_k(), None);
+        assert_eq!(RetrieverOptions::with_top_k(7).top_k(), Some(7));
+        // A request's options keep the request default.
+        assert_eq!(RetrieverOptions::new(SearchOptions::default()).top_k(), Some(15));
     }
 }
