@@ -5,11 +5,13 @@
 //!
 //! It depends on the engine and the domain, never on a storage adapter.
 
+pub mod dto;
 pub mod errors;
 pub mod graph_export;
 pub mod search_results;
 pub mod wire;
 
+pub use dto::{graph_dto, iso_utc, DataDto, DatasetDto};
 pub use errors::{error_response, stream_error_frame, ErrorResponse, Route};
 pub use graph_export::{graph_dot, graph_json};
 pub use recall_core::{RecallResponse, SearchOptions};

@@ -3,7 +3,6 @@
 //! a body deserialises straight into what `Engine::recall` and
 //! `Engine::search` take, with no conversion between option structs.
 
-use chrono::{DateTime, SecondsFormat};
 use recall_core::{DatasetId, HistoryRow};
 use recall_engine::RecallRequest;
 use serde::{Deserialize, Serialize};
@@ -46,9 +45,7 @@ pub struct HistoryEntry {
 
 impl From<HistoryRow> for HistoryEntry {
     fn from(row: HistoryRow) -> Self {
-        let created_at = DateTime::from_timestamp_millis(row.created_at)
-            .map(|t| t.to_rfc3339_opts(SecondsFormat::Micros, true))
-            .unwrap_or_default();
+        let created_at = crate::dto::iso_utc(row.created_at);
         Self { id: row.id, text: row.text, user: row.user, created_at, dataset_id: row.dataset_id }
     }
 }

@@ -57,6 +57,26 @@ pub enum PasswordCheck {
     Invalid,
 }
 
+/// The longest email a caller may have (RFC 5321's path limit).
+const MAX_EMAIL_LEN: usize = 254;
+
+/// Checks a caller's email before it reaches a store: non-empty, one `@`
+/// with text on both sides, no whitespace or control characters, at most
+/// 254 characters.
+pub fn validate_email(email: &str) -> Result<()> {
+    let bad = |why: &str| Err(RecallError::invalid_input(format!("Invalid user email '{email}': {why}.")));
+    if email.is_empty() || email.len() > MAX_EMAIL_LEN {
+        return bad("it must have 1 to 254 characters");
+    }
+    if email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("it must not contain spaces or control characters");
+    }
+    match email.split_once('@') {
+        Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !domain.contains('@') => Ok(()),
+        _ => bad("it must look like name@domain"),
+    }
+}
+
 /// How long a key that authenticated is remembered in process.
 pub(crate) const VERIFIED_KEY_TTL: Duration = Duration::from_secs(60);
 /// A key's `last_used_at` is stamped at most this often.
@@ -199,6 +219,33 @@ impl Engine {
         let owned = password.to_string();
         let hash = crate::blocking(move || hash_password(&owned)).await?;
         self.relational.credentials.set_password_hash(user.id, &hash).await
+    }
+
+    /// A fingerprint of the user's stored password (the SHA-256 of its
+    /// hash), `None` without a password: a session token carries a MAC of it,
+    /// so changing the password ends every session issued before.
+    pub async fn password_stamp(&self, user: &User) -> Result<Option<String>> {
+        let stored = self.relational.credentials.password_hash(user.id).await?;
+        Ok(stored.map(|hash| hex::encode(Sha256::digest(hash.as_bytes()))))
+    }
+
+    /// The user with this id, if any (a session token names its user by id).
+    pub async fn user_by_id(&self, id: Uuid) -> Result<Option<User>> {
+        Ok(self.relational.users.get_users(&[id]).await?.pop())
+    }
+
+    /// Creates a user with a password; `None` when the email is taken.
+    pub async fn register_user(&self, email: &str, password: &str) -> Result<Option<User>> {
+        validate_email(email)?;
+        if self.relational.users.find_user(email).await?.is_some() {
+            return Ok(None);
+        }
+        if password.chars().count() < 8 {
+            return Err(RecallError::invalid_input("A password has at least 8 characters."));
+        }
+        let user = self.relational.users.ensure_user(email).await?;
+        self.set_password(&user, password).await?;
+        Ok(Some(user))
     }
 
     /// Checks an email and a password.

@@ -4,6 +4,7 @@
 
 mod access;
 pub mod credentials;
+mod datasets;
 pub mod ingest;
 pub mod query;
 pub mod skills;
@@ -19,6 +20,7 @@ use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use access::DatasetListing;
 pub use credentials::{CreatedApiKey, CredentialsConfig, PasswordCheck};
+pub use datasets::DatasetStatus;
 pub use ingest::chunking::{chunk_text, TextChunk};
 pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
@@ -258,6 +260,16 @@ impl EngineBuilder {
     }
 }
 
+/// One store's answer to a health check.
+#[derive(Debug, Clone)]
+pub struct ComponentHealth {
+    /// `relational_db`, `vector_db` or `graph_db`.
+    pub component: &'static str,
+    pub provider: String,
+    pub outcome: std::result::Result<(), String>,
+    pub elapsed: std::time::Duration,
+}
+
 /// Runs blocking file work off the async workers.
 pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(work)
@@ -336,6 +348,27 @@ impl Engine {
     /// The caller's search history (questions and answers), oldest first.
     pub async fn search_history(&self, user: &User) -> Result<Vec<recall_core::HistoryRow>> {
         self.relational.history.search_history(user.id).await
+    }
+
+    /// Checks each store answers: `(component, provider, outcome, milliseconds)`
+    /// for the relational, vector and graph stores (`recall doctor`, `/health`).
+    pub async fn component_health(&self) -> Vec<ComponentHealth> {
+        async fn timed(
+            component: &'static str,
+            provider: String,
+            check: impl std::future::Future<Output = Result<()>>,
+        ) -> ComponentHealth {
+            let started = std::time::Instant::now();
+            let outcome = check.await.map_err(|e| e.to_string());
+            ComponentHealth { component, provider, outcome, elapsed: started.elapsed() }
+        }
+        let relational = timed("relational_db", "relational".into(), async {
+            self.relational.users.find_user("healthcheck@recall.invalid").await.map(|_| ())
+        });
+        let vector = timed("vector_db", self.vectors.name().to_string(), self.vectors.healthcheck());
+        let graph = timed("graph_db", self.graph.name().to_string(), self.graph.healthcheck());
+        let (r, v, g) = tokio::join!(relational, vector, graph);
+        vec![r, v, g]
     }
 
     pub fn relational(&self) -> &RelationalPorts {

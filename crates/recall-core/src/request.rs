@@ -37,7 +37,8 @@ pub struct SearchOptions {
     #[serde(alias = "systemPrompt", default = "wire_system_prompt")]
     pub system_prompt: Option<String>,
     /// The `Evidence:` block and `metadata.evidence` (docs/retrievers.md).
-    #[serde(alias = "includeReferences")]
+    /// On by default over HTTP (seed 001), off in the library.
+    #[serde(alias = "includeReferences", default = "wire_include_references")]
     pub include_references: bool,
     /// JSON Schema of a structured answer (docs/structured-output.md).
     #[serde(alias = "responseSchema")]
@@ -72,6 +73,10 @@ pub struct SearchOptions {
     /// Graph family: how many seeds grow the k-hop neighbourhood (`None`: all).
     #[serde(skip_deserializing)]
     pub neighborhood_seed_top_k: Option<i64>,
+}
+
+fn wire_include_references() -> bool {
+    true
 }
 
 fn wire_system_prompt() -> Option<String> {
@@ -192,6 +197,8 @@ mod tests {
         let empty: SearchOptions = serde_json::from_value(json!({})).unwrap();
         assert_eq!(empty.top_k, Some(DEFAULT_TOP_K));
         assert_eq!(empty.system_prompt.as_deref(), Some(DEFAULT_SYSTEM_PROMPT));
+        assert!(empty.include_references, "references are on over HTTP");
+        assert!(!SearchOptions::default().include_references, "and off in the library");
         // An explicit null is not the default.
         let nulls: SearchOptions = serde_json::from_value(json!({"top_k": null, "systemPrompt": null})).unwrap();
         assert_eq!((nulls.top_k, nulls.system_prompt), (None, None));
@@ -208,7 +215,11 @@ mod tests {
             "unknown_field": 1
         }))
         .unwrap();
-        let defaults = SearchOptions { system_prompt: Some(DEFAULT_SYSTEM_PROMPT.into()), ..Default::default() };
+        let defaults = SearchOptions {
+            system_prompt: Some(DEFAULT_SYSTEM_PROMPT.into()),
+            include_references: true,
+            ..Default::default()
+        };
         assert_eq!(o, defaults);
     }
 

@@ -8,6 +8,7 @@
 //! leaves no searchable chunk behind.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::{stream, StreamExt, TryStreamExt};
 use recall_core::model::collections::{
@@ -15,7 +16,7 @@ use recall_core::model::collections::{
     TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
-use recall_core::ports::{EdgeProjection, VectorRecord};
+use recall_core::ports::{EdgeProjection, GraphExtractor, Summarizer, VectorRecord};
 use recall_core::{
     ids, normalise_entity_name, DataItem, DataPointBase, Dataset, DatasetId, Document, DocumentChunk, Edge,
     KnowledgeGraph, Node, RecallError, Result, Subgraph, TextSummary,
@@ -284,15 +285,11 @@ impl Engine {
         let concurrency = self.config.extraction_concurrency.max(1);
         let extractor = self.extractor.clone();
         let summarizer = self.summarizer.clone();
-        let results: Vec<(KnowledgeGraph, String)> = stream::iter(graph.chunks.iter().map(|c| c.text.clone()))
-            .map(|text| {
-                let extractor = extractor.clone();
-                let summarizer = summarizer.clone();
-                async move {
-                    let (kg, summary) = futures::try_join!(extractor.extract(&text), summarizer.summarize(&text))?;
-                    Ok::<_, RecallError>((kg, summary))
-                }
-            })
+        let texts: Vec<String> = graph.chunks.iter().map(|c| c.text.clone()).collect();
+        // Each step a boxed `Send` future: spawned callers (the HTTP
+        // server's background remember) need the whole remember to be `Send`.
+        let results: Vec<(KnowledgeGraph, String)> = stream::iter(texts)
+            .map(|text| extract_and_summarize(extractor.clone(), summarizer.clone(), text))
             .buffered(concurrency)
             .try_collect()
             .await?;
@@ -619,6 +616,18 @@ pub(crate) fn is_relation(edge: &Edge) -> bool {
 /// Node ids of a type within a subgraph.
 pub(crate) fn ids_of_type(graph: &Subgraph, node_type: &str) -> HashSet<Uuid> {
     graph.nodes.iter().filter(|n| n.node_type == node_type).map(|n| n.id).collect()
+}
+
+/// One chunk's extraction and summary, run together.
+fn extract_and_summarize(
+    extractor: Arc<dyn GraphExtractor>,
+    summarizer: Arc<dyn Summarizer>,
+    text: String,
+) -> futures::future::BoxFuture<'static, Result<(KnowledgeGraph, String)>> {
+    Box::pin(async move {
+        let (kg, summary) = futures::try_join!(extractor.extract(&text), summarizer.summarize(&text))?;
+        Ok((kg, summary))
+    })
 }
 
 #[cfg(test)]

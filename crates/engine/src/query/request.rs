@@ -10,6 +10,10 @@ use serde_json::Value;
 
 use super::scope::{check_tools_trigger, normalize_scope, plan, Plan, ScopeInputs};
 
+/// The longest question accepted: far past any real question, short of
+/// what would make one request embed and scan megabytes.
+pub const MAX_QUERY_CHARS: usize = 32_768;
+
 /// The parameters of one recall.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecallRequest {
@@ -164,6 +168,11 @@ impl RecallRequest {
         if self.query_text.trim().is_empty() {
             return Err(RecallError::empty_query());
         }
+        if self.query_text.chars().count() > MAX_QUERY_CHARS {
+            return Err(RecallError::QueryValidation(format!(
+                "query is too long: at most {MAX_QUERY_CHARS} characters."
+            )));
+        }
         let positive = |name: &str, v: Option<i64>| match v {
             Some(n) if n <= 0 => Err(RecallError::QueryValidation(format!("{name} must be a positive integer."))),
             _ => Ok(()),
@@ -239,11 +248,12 @@ mod tests {
         assert!(r.auto_route, "auto_route is not exposed over HTTP");
         assert_eq!(r.options.top_k, Some(15));
         assert_eq!(r.options.system_prompt.as_deref(), Some(DEFAULT_SYSTEM_PROMPT));
-        assert!(!r.options.include_references);
+        assert!(r.options.include_references, "references are on over HTTP (seed 001)");
         assert_eq!((r.context_profile.as_str(), r.tools_trigger.as_str()), ("qa", "always"));
-        // The same request built in code differs only in the system prompt.
+        // The same request built in code differs only in the system prompt and references.
         let built = RecallRequest::new("q");
-        assert_eq!(RecallRequest { options: SearchOptions { system_prompt: None, ..r.options.clone() }, ..r }, built);
+        let wire_only = SearchOptions { system_prompt: None, include_references: false, ..r.options.clone() };
+        assert_eq!(RecallRequest { options: wire_only, ..r }, built);
     }
 
     #[test]
