@@ -1,6 +1,8 @@
 //! Composition root: reads the settings, builds the adapters they name, and
 //! wires them into an [`Engine`]. The only crate that names concrete adapters.
 
+#[cfg(feature = "server")]
+pub mod serve;
 pub mod settings;
 
 use std::sync::Arc;
@@ -133,25 +135,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     Ok((engine, active))
 }
 
-/// The longest email a caller may have (RFC 5321's path limit).
-const MAX_EMAIL_LEN: usize = 254;
-
-/// Checks a caller's email before it reaches a store: non-empty, one `@`
-/// with text on both sides, no whitespace or control characters, at most
-/// 254 characters.
-pub fn validate_email(email: &str) -> Result<()> {
-    let bad = |why: &str| Err(RecallError::invalid_input(format!("Invalid user email '{email}': {why}.")));
-    if email.is_empty() || email.len() > MAX_EMAIL_LEN {
-        return bad("it must have 1 to 254 characters");
-    }
-    if email.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad("it must not contain spaces or control characters");
-    }
-    match email.split_once('@') {
-        Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !domain.contains('@') => Ok(()),
-        _ => bad("it must look like name@domain"),
-    }
-}
+pub use recall_engine::credentials::validate_email;
 
 /// The user a command acts for: `email`, else the configured default user
 /// (`DEFAULT_USER_EMAIL`). `create` makes the user on first use (writes);
@@ -212,23 +196,19 @@ async fn build_neo4j(_settings: &Settings, url: &str) -> Result<Arc<dyn GraphSto
 
 /// Health of every active adapter, for `recall doctor`.
 pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), String>)> {
-    vec![
-        (format!("graph: {}", engine.graph().name()), engine.graph().healthcheck().await.map_err(|e| e.to_string())),
-        (
-            format!("vector: {}", engine.vectors().name()),
-            engine.vectors().healthcheck().await.map_err(|e| e.to_string()),
-        ),
-        (
-            "relational".to_string(),
-            engine
-                .relational()
-                .users
-                .find_user("healthcheck@recall.invalid")
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        ),
-    ]
+    engine
+        .component_health()
+        .await
+        .into_iter()
+        .map(|c| {
+            let label = match c.component {
+                "graph_db" => format!("graph: {}", c.provider),
+                "vector_db" => format!("vector: {}", c.provider),
+                _ => "relational".to_string(),
+            };
+            (label, c.outcome)
+        })
+        .collect()
 }
 
 #[cfg(feature = "lancedb")]

@@ -50,6 +50,16 @@ enum Command {
     },
     /// Ask memory a question.
     Recall(SearchArgs),
+    /// Serve Cognee's HTTP API (docs/http.md) until Ctrl-C or SIGTERM.
+    #[cfg(feature = "server")]
+    Serve {
+        /// Address to listen on [env: HTTP_API_HOST] [default: 127.0.0.1]
+        #[arg(long)]
+        host: Option<String>,
+        /// Port to listen on [env: HTTP_API_PORT] [default: 8000]
+        #[arg(long)]
+        port: Option<u16>,
+    },
     /// The legacy search entry: the same options as `recall`, with
     /// GRAPH_COMPLETION as the default type instead of automatic routing.
     Search(SearchArgs),
@@ -404,6 +414,8 @@ async fn run(cli: Cli) -> Result<()> {
             recall(who, &request, output).await
         }
         Command::Search(args) => legacy_search(who, args.search_request()?).await,
+        #[cfg(feature = "server")]
+        Command::Serve { host, port } => recall::serve::serve(&settings, host.as_deref(), port).await,
         Command::History { json } => {
             let rows = match who.reader().await? {
                 Some((engine, user)) => engine.search_history(&user).await?,

@@ -32,6 +32,17 @@ const COGNEE_VARS: &[&str] = &[
     "API_KEY_HASH_SALT",
     "API_KEY_HASH_ITERATIONS",
     "MAX_USER_API_KEYS",
+    "REQUIRE_AUTHENTICATION",
+    "DEFAULT_USER_PASSWORD",
+    "FASTAPI_USERS_JWT_SECRET",
+    "JWT_LIFETIME_SECONDS",
+    "AUTH_TOKEN_COOKIE_NAME",
+    "AUTH_TOKEN_COOKIE_DOMAIN",
+    "CORS_ALLOWED_ORIGINS",
+    "UI_APP_URL",
+    "LLM_ANSWER_STREAMING",
+    "HTTP_API_HOST",
+    "HTTP_API_PORT",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -101,6 +112,32 @@ pub struct Settings {
     pub llm_model: String,
     pub llm_endpoint: String,
     pub llm_api_key: Secret,
+    /// REQUIRE_AUTHENTICATION, as given (the server's posture table reads
+    /// "not given" apart from "false").
+    #[serde(default)]
+    pub require_authentication: Option<String>,
+    /// DEFAULT_USER_PASSWORD: makes the default user loginable (set once).
+    pub default_user_password: Secret,
+    /// FASTAPI_USERS_JWT_SECRET: signs session tokens; empty: random per process.
+    pub fastapi_users_jwt_secret: Secret,
+    /// JWT_LIFETIME_SECONDS.
+    pub jwt_lifetime_seconds: u64,
+    /// AUTH_TOKEN_COOKIE_NAME and AUTH_TOKEN_COOKIE_DOMAIN.
+    pub auth_token_cookie_name: String,
+    pub auth_token_cookie_domain: String,
+    /// CORS_ALLOWED_ORIGINS (comma-separated); empty: UI_APP_URL alone.
+    pub cors_allowed_origins: String,
+    pub ui_app_url: String,
+    /// LLM_ANSWER_STREAMING: stream answer tokens to event-stream clients.
+    #[serde(deserialize_with = "flag")]
+    pub llm_answer_streaming: bool,
+    /// HTTP_API_HOST and HTTP_API_PORT: where `recall serve` listens.
+    pub http_api_host: String,
+    pub http_api_port: u16,
+    /// The largest request body `recall serve` accepts, in MiB.
+    pub max_body_mb: usize,
+    /// Seconds a request may run before the server answers 408.
+    pub request_timeout_seconds: u64,
 }
 
 /// Values given on the command line, which win over everything.

@@ -1,0 +1,156 @@
+//! The HTTP server under load, over loopback with keep-alive: start-up time
+//! to a healthy `/health`, idle memory, then requests per second and latency
+//! of `POST /api/v1/recall` (CHUNKS, and GRAPH_COMPLETION with only_context)
+//! at several client counts. Not a test; run it in release on a store that
+//! `recall-bench --data-dir DIR` built (dataset `bench`):
+//!
+//!     cargo run --release --bin recall-bench -- --chunks 10000 --queries 20 --data-dir /var/tmp/bench-10k
+//!     cargo run --release --bin recall-http-bench -- --data-dir /var/tmp/bench-10k [--seconds 10]
+//!
+//! It starts the `recall` binary next to itself (`recall serve`, with
+//! authentication off) as a separate process and loads it from this one.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+fn arg_str(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Resident memory of a process, from /proc (Linux).
+fn rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1e3
+}
+
+/// `clients` tasks posting `body` for `seconds`; (requests/s, sorted latencies, failures).
+async fn load(
+    client: &reqwest::Client,
+    url: &str,
+    body: serde_json::Value,
+    clients: usize,
+    seconds: u64,
+) -> (f64, Vec<Duration>, usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (client, url, body, stop) = (client.clone(), url.to_string(), body.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut latencies, mut failures) = (Vec::new(), 0usize);
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    match client.post(&url).json(&body).send().await {
+                        Ok(r) if r.status().is_success() => {
+                            let _ = r.bytes().await;
+                            latencies.push(t.elapsed());
+                        }
+                        _ => failures += 1,
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut all, mut failures) = (Vec::new(), 0);
+    for t in tasks {
+        if let Ok((l, f)) = t.await {
+            all.extend(l);
+            failures += f;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    (all.len() as f64 / elapsed, all, failures)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = arg_str("--data-dir").ok_or("--data-dir DIR: a store built by recall-bench --data-dir DIR")?;
+    let seconds: u64 = arg_str("--seconds").and_then(|s| s.parse().ok()).unwrap_or(10);
+    let exe = std::env::current_exe()?.with_file_name("recall");
+    let port = free_port()?;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+
+    let started = Instant::now();
+    let child = Command::new(&exe)
+        .args(["serve", "--port", &port.to_string(), "--data-dir", &dir])
+        .env("ENABLE_BACKEND_ACCESS_CONTROL", "false")
+        .env("RECALL_CHUNK_SIZE", "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let server = Server(child);
+    loop {
+        if let Ok(r) = client.get(format!("{base}/health")).send().await {
+            if r.status().is_success() {
+                break;
+            }
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err("the server did not become healthy in 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    println!("start to /health 200: {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("idle RSS: {:.1} MiB", rss_mib(server.0.id()).unwrap_or(f64::NAN));
+
+    let url = format!("{base}/api/v1/recall");
+    for (label, body) in [
+        (
+            "CHUNKS",
+            json!({"query": "What did Ada Lovelace do with the Analytical Engine?", "searchType": "CHUNKS", "datasets": ["bench"], "topK": 10}),
+        ),
+        (
+            "GRAPH_COMPLETION only_context",
+            json!({"query": "What did Ada Lovelace do with the Analytical Engine?", "searchType": "GRAPH_COMPLETION", "datasets": ["bench"], "topK": 10, "onlyContext": true}),
+        ),
+    ] {
+        // Warm the caches the first query of a type fills.
+        let warm = client.post(&url).json(&body).send().await?;
+        if !warm.status().is_success() {
+            return Err(format!("{label}: {} {}", warm.status(), warm.text().await?).into());
+        }
+        for clients in [4, 16] {
+            let (rps, latencies, failures) = load(&client, &url, body.clone(), clients, seconds).await;
+            println!(
+                "{label}, {clients} clients: {rps:.0} requests/s, p50 {:.2} ms, p95 {:.2} ms, {failures} failed",
+                percentile(&latencies, 0.5),
+                percentile(&latencies, 0.95)
+            );
+        }
+    }
+    println!("RSS after load: {:.1} MiB", rss_mib(server.0.id()).unwrap_or(f64::NAN));
+    Ok(())
+}

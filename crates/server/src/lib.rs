@@ -1,0 +1,235 @@
+//! Recall's HTTP server: Cognee's REST API over axum (docs/http.md), so
+//! Cognee's own clients — its Python SDK in remote mode, its UI — can use
+//! Recall unchanged. A driving adapter: it runs on the engine, the api
+//! crate and the domain, and names no storage backend.
+//!
+//! ```no_run
+//! # async fn run(engine: recall_engine::Engine) -> std::io::Result<()> {
+//! let config = recall_server::ServerConfig::new("default_user@example.com");
+//! let state = recall_server::AppState::prepare(engine, config).await.map_err(std::io::Error::other)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! recall_server::serve(listener, state, recall_server::shutdown_signal()).await
+//! # }
+//! ```
+
+mod auth;
+mod body;
+mod error;
+mod forms;
+mod routes;
+mod sse;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode};
+use axum::routing::get;
+use axum::Router;
+use recall_core::{RecallError, User};
+use recall_engine::Engine;
+use tokio_util::task::TaskTracker;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+pub use auth::{AuthPosture, TokenConfig};
+pub use sse::wants_event_stream;
+
+/// How the server runs (docs/http.md, "Configuration").
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Whether requests must authenticate.
+    pub posture: AuthPosture,
+    pub tokens: TokenConfig,
+    /// The user unauthenticated requests act for when authentication is off.
+    pub default_user_email: String,
+    /// `DEFAULT_USER_PASSWORD`: makes the default user loginable (set once,
+    /// never overwritten).
+    pub default_user_password: Option<String>,
+    /// Origins browsers may call from (`CORS_ALLOWED_ORIGINS`, else `UI_APP_URL`).
+    pub cors_origins: Vec<String>,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// The longest a request may run (a blocking remember must answer
+    /// within the SDK's 600 s).
+    pub request_timeout: Duration,
+    /// `LLM_ANSWER_STREAMING`: stream answer tokens as `delta` frames.
+    pub answer_streaming: bool,
+    /// How long shutdown waits for background work.
+    pub drain_timeout: Duration,
+    /// Reported by `/health`.
+    pub version: String,
+}
+
+impl ServerConfig {
+    /// Cognee's defaults: authentication required, a random token secret,
+    /// CORS for `http://localhost:3000`.
+    pub fn new(default_user_email: impl Into<String>) -> Self {
+        Self {
+            posture: AuthPosture::resolve(None, None),
+            tokens: TokenConfig {
+                secret: TokenConfig::random_secret(),
+                lifetime: Duration::from_secs(3600),
+                cookie_name: "auth_token".into(),
+                cookie_domain: None,
+            },
+            default_user_email: default_user_email.into(),
+            default_user_password: None,
+            cors_origins: vec!["http://localhost:3000".into()],
+            body_limit: 100 * 1024 * 1024,
+            request_timeout: Duration::from_secs(590),
+            answer_streaming: false,
+            drain_timeout: Duration::from_secs(8),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    config: ServerConfig,
+    default_user: User,
+    started: Instant,
+    background: TaskTracker,
+}
+
+impl AppState {
+    /// Makes sure the default user exists (and gives it
+    /// `DEFAULT_USER_PASSWORD` when it has no password yet).
+    pub async fn prepare(engine: Engine, config: ServerConfig) -> Result<Self, RecallError> {
+        recall_engine::credentials::validate_email(&config.default_user_email)?;
+        let default_user = engine.relational().users.ensure_user(&config.default_user_email).await?;
+        if let Some(password) = config.default_user_password.as_deref().filter(|p| !p.is_empty()) {
+            if engine.password_stamp(&default_user).await?.is_none() {
+                engine.set_password(&default_user, password).await?;
+            }
+        }
+        if let Some(warning) = &config.posture.warning {
+            tracing::warn!("{warning}");
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                config,
+                default_user,
+                started: Instant::now(),
+                background: TaskTracker::new(),
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    pub fn default_user(&self) -> &User {
+        &self.inner.default_user
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// Runs work that outlives its request (a background remember);
+    /// shutdown waits for it.
+    pub fn spawn_background(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.inner.background.spawn(work);
+    }
+
+    /// Waits (up to the drain timeout) for background work to finish.
+    pub async fn drain(&self) {
+        let tracker = &self.inner.background;
+        tracker.close();
+        if tokio::time::timeout(self.config().drain_timeout, tracker.wait()).await.is_err() {
+            tracing::warn!(tasks = tracker.len(), "shutting down with background work unfinished");
+        }
+    }
+}
+
+/// The whole application: Cognee's routes, with request ids, tracing,
+/// CORS, a body limit and a timeout.
+pub fn router(state: AppState) -> Router {
+    let config = state.config();
+    let request_id = HeaderName::from_static("x-request-id");
+    let origins: Vec<HeaderValue> = config.cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_credentials(true)
+        .allow_headers(AllowHeaders::mirror_request())
+        .allow_methods([Method::OPTIONS, Method::GET, Method::PUT, Method::POST, Method::DELETE, Method::PATCH]);
+    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+        let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+    });
+    Router::new()
+        .route("/", get(routes::health::root))
+        .route("/health", get(routes::health::health))
+        .route("/health/detailed", get(routes::health::detailed))
+        .nest("/api/v1", routes::api())
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
+        })
+        .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout))
+        .layer(cors)
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(trace)
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves: then stops accepting, lets in-flight
+/// requests finish, and waits for background work (up to the drain timeout).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state.clone());
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    state.drain().await;
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

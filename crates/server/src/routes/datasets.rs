@@ -1,0 +1,207 @@
+//! The datasets router (`/api/v1/datasets`) and dataset grants
+//! (`/api/v1/permissions/datasets`). Every route checks the caller's
+//! permission on each dataset it touches; unknown and forbidden ids answer
+//! the same 403, so ids cannot be probed.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use recall_api::{graph_dto, DataDto, DatasetDto};
+use recall_core::model::pipelines;
+use recall_core::{DatasetId, DatasetRef, Permission};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{parse_dataset_id, parse_uuid};
+use crate::auth::Caller;
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+/// `GET /api/v1/datasets`: every dataset the caller may read.
+pub async fn list(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<DatasetDto>>> {
+    let listed = state.engine().datasets(&user).await?;
+    Ok(Json(
+        listed
+            .iter()
+            .filter(|l| l.permissions.contains(&Permission::Read))
+            .map(|l| DatasetDto::from(&l.dataset))
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct CreateDataset {
+    name: String,
+}
+
+/// `POST /api/v1/datasets` (`{"name"}`): the caller's dataset of that name,
+/// created when missing.
+pub async fn create(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    JsonBody(body): JsonBody<CreateDataset>,
+) -> ApiResult<Json<DatasetDto>> {
+    let dataset = state.engine().create_dataset(&user, &body.name).await?;
+    Ok(Json(DatasetDto::from(&dataset)))
+}
+
+/// `DELETE /api/v1/datasets`: deletes every dataset the caller may delete.
+pub async fn delete_all(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Value>> {
+    state.engine().forget_everything(&user).await?;
+    Ok(Json(Value::Null))
+}
+
+/// `DELETE /api/v1/datasets/{id}`.
+pub async fn delete_one(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = parse_dataset_id(&id, "dataset_id")?;
+    state.engine().forget_dataset(&user, DatasetRef::Id(id)).await?;
+    Ok(Json(Value::Null))
+}
+
+/// `limit` and `offset` of the data listing, bounded as Cognee bounds them.
+fn bounded(query: &[(String, String)], name: &str, default: usize, min: usize, max: usize) -> ApiResult<usize> {
+    let Some((_, raw)) = query.iter().find(|(k, _)| k == name) else { return Ok(default) };
+    match raw.trim().parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::invalid(
+            "int_parsing",
+            vec![json!("query"), json!(name)],
+            format!("Input should be an integer from {min} to {max}"),
+            json!(raw),
+        )),
+    }
+}
+
+fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect()
+}
+
+/// `GET /api/v1/datasets/{id}/data?limit=&offset=`: data items, oldest first.
+pub async fn data(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Vec<DataDto>>> {
+    let id = parse_dataset_id(&id, "dataset_id")?;
+    let query = query_pairs(raw.as_deref());
+    let limit = bounded(&query, "limit", 100, 1, 1000)?;
+    let offset = bounded(&query, "offset", 0, 0, 1_000_000)?;
+    let (_, items) = state.engine().dataset_data(&user, id, limit, offset).await?;
+    Ok(Json(items.iter().map(DataDto::from).collect()))
+}
+
+/// `GET /api/v1/datasets/{id}/data/count`.
+pub async fn data_count(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = parse_dataset_id(&id, "dataset_id")?;
+    let count = state.engine().dataset_data_count(&user, id).await?;
+    Ok(Json(json!({"count": count})))
+}
+
+/// `GET /api/v1/datasets/{id}/graph`: `{"nodes": [...], "edges": [...]}`.
+pub async fn graph(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let id = parse_dataset_id(&id, "dataset_id")?;
+    let (_, graph) = state.engine().dataset_graph(&user, DatasetRef::Id(id)).await?;
+    Ok(Json(graph_dto(&graph)))
+}
+
+/// `GET /api/v1/datasets/status?dataset=&pipeline=`: each dataset's latest
+/// run status; flat for one pipeline, nested for several.
+pub async fn status(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let query = query_pairs(raw.as_deref());
+    let ids = query
+        .iter()
+        .filter(|(k, v)| k == "dataset" && !v.is_empty())
+        .map(|(_, v)| parse_dataset_id(v, "dataset"))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let mut names: Vec<String> = Vec::new();
+    for (_, p) in query.iter().filter(|(k, v)| k == "pipeline" && !v.is_empty()) {
+        if !names.contains(p) {
+            names.push(p.clone());
+        }
+    }
+    let nested = names.len() > 1;
+    if names.is_empty() {
+        names.push(pipelines::COGNIFY.to_string());
+    }
+    let statuses = state.engine().dataset_statuses(&user, &ids, &names).await?;
+    let mut out = Map::new();
+    for s in statuses {
+        let key = s.dataset.id.to_string();
+        if nested {
+            let per: Map<String, Value> = s.pipelines.iter().map(|(p, st)| (p.clone(), json!(st))).collect();
+            out.insert(key, Value::Object(per));
+        } else if let Some((_, st)) = s.pipelines.first() {
+            out.insert(key, json!(st));
+        }
+    }
+    Ok(Json(Value::Object(out)))
+}
+
+/// `POST /api/v1/permissions/datasets/{principal_id}?permission_name=` with a
+/// JSON array of dataset ids.
+pub async fn grant(
+    state: State<AppState>,
+    caller: Caller,
+    path: Path<String>,
+    query: RawQuery,
+    body: JsonBody<Vec<DatasetId>>,
+) -> ApiResult<Json<Value>> {
+    set_permission(state, caller, path, query, body, true).await?;
+    Ok(Json(json!({"message": "Permission assigned to principal"})))
+}
+
+/// `DELETE /api/v1/permissions/datasets/{principal_id}?permission_name=`.
+pub async fn revoke(
+    state: State<AppState>,
+    caller: Caller,
+    path: Path<String>,
+    query: RawQuery,
+    body: JsonBody<Vec<DatasetId>>,
+) -> ApiResult<Json<Value>> {
+    set_permission(state, caller, path, query, body, false).await?;
+    Ok(Json(json!({"message": "Permission revoked from principal"})))
+}
+
+async fn set_permission(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(principal): Path<String>,
+    RawQuery(raw): RawQuery,
+    JsonBody(ids): JsonBody<Vec<DatasetId>>,
+    grant: bool,
+) -> ApiResult<()> {
+    let principal = parse_uuid(&principal, "principal_id")?;
+    let query = query_pairs(raw.as_deref());
+    let name = query.iter().find(|(k, _)| k == "permission_name").map(|(_, v)| v.as_str()).ok_or_else(|| {
+        ApiError::invalid("missing", vec![json!("query"), json!("permission_name")], "Field required", Value::Null)
+    })?;
+    let Some(permission) = Permission::ALL.into_iter().find(|p| p.as_str() == name) else {
+        return Err(ApiError::detail(
+            StatusCode::FORBIDDEN,
+            format!("{name} not found or not in allowed permission types [PermissionNotFoundError]"),
+        ));
+    };
+    let Some(grantee) = state.engine().user_by_id(principal).await? else {
+        return Err(ApiError::detail(StatusCode::NOT_FOUND, format!("Principal {principal} not found.")));
+    };
+    state.engine().set_permission(&user, &ids, &grantee, permission, grant).await?;
+    Ok(())
+}

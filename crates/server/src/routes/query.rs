@@ -1,0 +1,63 @@
+//! `POST|GET /api/v1/recall` and `POST|GET /api/v1/search`.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use recall_api::{search_results, HistoryEntry, RecallBody, Route, SearchBody};
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult, OnRoute};
+use crate::sse;
+use crate::AppState;
+
+/// `POST /api/v1/recall`: a JSON array of results, or an event stream when
+/// negotiated.
+pub async fn recall(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<RecallBody>,
+) -> ApiResult<Response> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    if sse::wants_event_stream(accept, body.stream) {
+        let deltas = state.config().answer_streaming;
+        return sse::recall_stream(state.engine().clone(), user, body.request, deltas).await;
+    }
+    let results = state.engine().recall(&user, &body.request).await.on(Route::Recall)?;
+    Ok(Json(results).into_response())
+}
+
+/// `POST /api/v1/search`: Cognee's legacy result shapes.
+pub async fn search(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    JsonBody(body): JsonBody<SearchBody>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let engine = state.engine();
+    let payloads = engine.search(&user, &body).await.on(Route::Search)?;
+    Ok(Json(search_results(&payloads, body.verbose, engine.settings().access_control)))
+}
+
+/// `GET /api/v1/recall`: the caller's questions and answers, oldest first.
+pub async fn recall_history(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<HistoryEntry>>> {
+    history(&state, &user).await.map_err(|e| {
+        tracing::error!(error = %e, "recall history failed");
+        ApiError::error(StatusCode::INTERNAL_SERVER_ERROR, "An error occurred while fetching recall history.")
+    })
+}
+
+/// `GET /api/v1/search`: the same history.
+pub async fn search_history(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<HistoryEntry>>> {
+    history(&state, &user).await.map_err(|e| ApiError::Http {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        body: json!({"error": "Internal server error", "detail": e.to_string()}),
+    })
+}
+
+async fn history(state: &AppState, user: &recall_core::User) -> recall_core::Result<Json<Vec<HistoryEntry>>> {
+    let rows = state.engine().search_history(user).await?;
+    Ok(Json(rows.into_iter().map(HistoryEntry::from).collect()))
+}

@@ -1,0 +1,635 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The HTTP server over real sockets: Cognee's routes, statuses and bodies,
+//! authentication in each posture, two users' isolation, streaming, and
+//! bad input (docs/http.md).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use recall_engine::{Engine, EngineConfig};
+use recall_server::{AppState, AuthPosture, ServerConfig};
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// A server on an ephemeral port over a fresh offline engine.
+struct Server {
+    addr: SocketAddr,
+    engine: Engine,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start(configure: impl FnOnce(&mut ServerConfig)) -> Server {
+        let engine =
+            common::offline_builder(EngineConfig { chunk_size: 40, ..Default::default() }, 64).build().unwrap();
+        let mut config = ServerConfig::new(common::DEFAULT_USER);
+        config.default_user_password = Some(PASSWORD.into());
+        configure(&mut config);
+        let state = AppState::prepare(engine.clone(), config).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(recall_server::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        Server { addr, engine, stop: Some(stop), done }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A key for a user (created on first use).
+    async fn key_for(&self, email: &str) -> String {
+        let user = self.engine.relational().users.ensure_user(email).await.unwrap();
+        self.engine.create_api_key(&user, None).await.unwrap().key
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(10), self.done).await.unwrap().unwrap().unwrap();
+    }
+}
+
+async fn json_of(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().await.unwrap();
+    assert_eq!(content_type.as_deref(), Some("application/json"), "{status} {text}");
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")))
+}
+
+fn posture_off(config: &mut ServerConfig) {
+    config.posture = AuthPosture::resolve(Some(false), None);
+}
+
+/// Remembers texts through the form route as the Python SDK sends them.
+async fn remember_texts(client: &Client, server: &Server, key: &str, dataset: &str, texts: &[&str]) -> Value {
+    let mut form = reqwest::multipart::Form::new().text("datasetName", dataset.to_string());
+    for (i, text) in texts.iter().enumerate() {
+        let part = reqwest::multipart::Part::bytes(text.as_bytes().to_vec())
+            .file_name(format!("/home/client/private/text_{i}.txt"))
+            .mime_str("text/plain")
+            .unwrap();
+        form = form.part("data", part);
+    }
+    let response =
+        client.post(server.url("/api/v1/remember")).header("X-Api-Key", key).multipart(form).send().await.unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn health_root_and_unknown_routes() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let (status, body) = json_of(client.get(server.url("/health")).send().await.unwrap()).await;
+    assert_eq!((status, &body["status"], &body["health"]), (StatusCode::OK, &json!("ready"), &json!("healthy")));
+    let (status, body) = json_of(client.get(server.url("/health/detailed")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    for component in ["relational_db", "vector_db", "graph_db"] {
+        assert_eq!(body["components"][component]["status"], json!("healthy"), "{body}");
+    }
+    let (_, body) = json_of(client.get(server.url("/")).send().await.unwrap()).await;
+    assert_eq!(body, json!({"message": "Hello, World, I am alive!"}));
+    let (status, body) = json_of(client.get(server.url("/nope")).send().await.unwrap()).await;
+    assert_eq!((status, body), (StatusCode::NOT_FOUND, json!({"detail": "Not Found"})));
+    let response = client.delete(server.url("/api/v1/recall")).send().await.unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!((status, body), (StatusCode::METHOD_NOT_ALLOWED, json!({"detail": "Method Not Allowed"})));
+    let response = client.get(server.url("/health")).send().await.unwrap();
+    assert!(response.headers().get("x-request-id").is_some(), "every answer carries a request id");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn authentication_in_the_default_posture() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let datasets = server.url("/api/v1/datasets");
+
+    // No credential, a wrong key, a malformed key: 401 with the posture text.
+    for key in [None, Some("0".repeat(64)), Some("not-a-key".to_string())] {
+        let mut request = client.get(&datasets);
+        if let Some(key) = key {
+            request = request.header("X-Api-Key", key);
+        }
+        let (status, body) = json_of(request.send().await.unwrap()).await;
+        assert_eq!(status, 401);
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("Authentication required (auth posture: default (no env vars set))."),
+            "{body}"
+        );
+    }
+
+    // Login with the default user's password: a bearer token and a cookie.
+    let login = client
+        .post(server.url("/api/v1/auth/login"))
+        .form(&[("username", common::DEFAULT_USER), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers().get("set-cookie").unwrap().to_str().unwrap().to_string();
+    assert!(cookie.starts_with("auth_token=") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"));
+    let (status, body) = json_of(login).await;
+    assert_eq!((status, &body["token_type"]), (StatusCode::OK, &json!("bearer")));
+    let token = body["access_token"].as_str().unwrap().to_string();
+    let (status, me) =
+        json_of(client.get(server.url("/api/v1/auth/me")).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!((status, me), (StatusCode::OK, json!({"email": common::DEFAULT_USER})));
+    let cookie_pair = cookie.split(';').next().unwrap().to_string();
+    let (status, _) = json_of(client.get(&datasets).header("Cookie", cookie_pair).send().await.unwrap()).await;
+    assert_eq!(status, 200, "the cookie authenticates too");
+
+    // Bad logins.
+    for (user, password) in [(common::DEFAULT_USER, "wrong password"), ("nobody@example.com", PASSWORD)] {
+        let response = client
+            .post(server.url("/api/v1/auth/login"))
+            .form(&[("username", user), ("password", password)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(json_of(response).await, (StatusCode::BAD_REQUEST, json!({"detail": "LOGIN_BAD_CREDENTIALS"})));
+    }
+    let response = client.post(server.url("/api/v1/auth/login")).form(&[("username", "x")]).send().await.unwrap();
+    assert_eq!(json_of(response).await, (StatusCode::BAD_REQUEST, json!({"detail": "LOGIN_BAD_CREDENTIALS"})));
+
+    // Mint a key with the token; it works; listing shows its label only; revoking ends it.
+    let (status, created) = json_of(
+        client
+            .post(server.url("/api/v1/auth/api-keys"))
+            .bearer_auth(&token)
+            .json(&json!({"name": "ci"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    let key = created["key"].as_str().unwrap().to_string();
+    assert_eq!(key.len(), 64);
+    assert_eq!(created["label"], json!(format!("{}****", &key[..8])));
+    let (status, listed) = json_of(client.get(&datasets).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!((status, listed), (StatusCode::OK, json!([])));
+    let (_, keys) =
+        json_of(client.get(server.url("/api/v1/auth/api-keys")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(keys, json!([{"key": "************", "label": created["label"], "name": "ci", "id": created["id"]}]));
+    let revoke = server.url(&format!("/api/v1/auth/api-keys/{}", created["id"].as_str().unwrap()));
+    let (status, body) = json_of(client.delete(&revoke).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!((status, body), (StatusCode::OK, Value::Null));
+    let (status, _) = json_of(client.get(&datasets).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(status, 401, "a revoked key stops working at once");
+    let (status, _) = json_of(client.delete(&revoke).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!(status, 404);
+    let (status, body) =
+        json_of(client.delete(server.url("/api/v1/auth/api-keys/xyz")).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["type"]), (StatusCode::BAD_REQUEST, &json!("uuid_parsing")));
+
+    // A tampered token, and a token whose password has changed since: 401.
+    let tampered = format!("{}x", &token[..token.len() - 1]);
+    let (status, _) = json_of(client.get(&datasets).bearer_auth(&tampered).send().await.unwrap()).await;
+    assert_eq!(status, 401);
+    let default_user = server.engine.relational().users.find_user(common::DEFAULT_USER).await.unwrap().unwrap();
+    server.engine.set_password(&default_user, "another good password").await.unwrap();
+    let (status, _) = json_of(client.get(&datasets).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!(status, 401, "a new password ends older sessions");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn expired_tokens_registration_and_the_open_posture() {
+    let server = Server::start(|c| c.tokens.lifetime = Duration::from_secs(1)).await;
+    let client = Client::new();
+    let (status, user) = json_of(
+        client
+            .post(server.url("/api/v1/auth/register"))
+            .json(&json!({"email": "new@example.com", "password": "long enough", "is_superuser": true}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &user["email"], &user["is_superuser"]),
+        (StatusCode::CREATED, &json!("new@example.com"), &json!(false))
+    );
+    let again = client
+        .post(server.url("/api/v1/auth/register"))
+        .json(&json!({"email": "new@example.com", "password": "long enough"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(again).await, (StatusCode::BAD_REQUEST, json!({"detail": "REGISTER_USER_ALREADY_EXISTS"})));
+    let short = client
+        .post(server.url("/api/v1/auth/register"))
+        .json(&json!({"email": "b@example.com", "password": "x"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(short).await;
+    assert_eq!((status, &body["detail"]["code"]), (StatusCode::BAD_REQUEST, &json!("REGISTER_INVALID_PASSWORD")));
+
+    let login = client
+        .post(server.url("/api/v1/auth/login"))
+        .form(&[("username", "new@example.com"), ("password", "long enough")])
+        .send()
+        .await
+        .unwrap();
+    let token = json_of(login).await.1["access_token"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (status, _) =
+        json_of(client.get(server.url("/api/v1/auth/me")).bearer_auth(&token).send().await.unwrap()).await;
+    assert_eq!(status, 401, "an expired token is refused");
+    server.stop().await;
+
+    // Authentication off: every request acts for the default user, and a bad key is ignored.
+    let open = Server::start(posture_off).await;
+    let (status, me) =
+        json_of(client.get(open.url("/api/v1/auth/me")).header("X-Api-Key", "f".repeat(64)).send().await.unwrap())
+            .await;
+    assert_eq!((status, me), (StatusCode::OK, json!({"email": common::DEFAULT_USER})));
+    open.stop().await;
+}
+
+#[tokio::test]
+async fn remember_then_recall_search_and_the_dataset_routes() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    let body = remember_texts(
+        &client,
+        &server,
+        &key,
+        "science",
+        &["Marie Curie discovered polonium and radium in Paris.", "The Rhine flows through Basel and Cologne."],
+    )
+    .await;
+    assert_eq!(
+        (&body["status"], &body["dataset_name"], &body["items_processed"]),
+        (&json!("completed"), &json!("science"), &json!(2))
+    );
+    let dataset_id = body["dataset_id"].as_str().unwrap().to_string();
+
+    // The urlencoded form the SDK sends when there is no file.
+    let response = client
+        .post(server.url("/api/v1/remember"))
+        .header("X-Api-Key", &key)
+        .form(&[
+            ("datasetName", "science"),
+            ("raw_data", "Ada Lovelace wrote the first program."),
+            ("self_improvement", "true"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!((status, &body["items_processed"]), (StatusCode::OK, &json!(1)), "{body}");
+
+    // Recall, JSON: the chunk that answers.
+    let recall = client
+        .post(server.url("/api/v1/recall"))
+        .header("X-Api-Key", &key)
+        .header("Accept", "*/*")
+        .json(&json!({"query": "Who discovered polonium?", "searchType": "CHUNKS", "datasets": ["science"], "topK": 1}))
+        .send()
+        .await
+        .unwrap();
+    let (status, results) = json_of(recall).await;
+    assert_eq!(status, 200, "{results}");
+    assert_eq!(results.as_array().unwrap().len(), 1);
+    assert!(results[0]["text"].as_str().unwrap().contains("polonium"), "{results}");
+    assert_eq!(results[0]["dataset_id"], json!(dataset_id));
+
+    // Search: camelCase keys, the legacy shape (one object per dataset).
+    let search = client
+        .post(server.url("/api/v1/search"))
+        .header("X-Api-Key", &key)
+        .json(&json!({"query": "Rhine", "searchType": "CHUNKS_LEXICAL", "datasetIds": [dataset_id], "topK": 1}))
+        .send()
+        .await
+        .unwrap();
+    let (status, results) = json_of(search).await;
+    assert_eq!(status, 200, "{results}");
+    assert_eq!(results[0]["dataset_name"], json!("science"));
+    assert!(results[0]["search_result"].to_string().contains("Rhine"), "{results}");
+
+    // History: camelCase, oldest first, shared by both routes.
+    let (_, history) =
+        json_of(client.get(server.url("/api/v1/recall")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    let (_, same) =
+        json_of(client.get(server.url("/api/v1/search")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(history, same);
+    assert_eq!(history[0]["user"], json!("user"));
+    assert!(history[0]["createdAt"].as_str().unwrap().ends_with('Z'));
+
+    // Datasets: listed, paged data (base names only), graph, count, status.
+    let (_, listed) =
+        json_of(client.get(server.url("/api/v1/datasets")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(listed[0]["name"], json!("science"));
+    assert!(listed[0]["createdAt"].is_string() && listed[0]["ownerId"].is_string());
+    let data_url = server.url(&format!("/api/v1/datasets/{dataset_id}/data"));
+    let (_, page) =
+        json_of(client.get(format!("{data_url}?limit=2&offset=0")).header("X-Api-Key", &key).send().await.unwrap())
+            .await;
+    assert_eq!(page.as_array().unwrap().len(), 2);
+    assert_eq!(page[0]["name"], json!("text_0"), "the client's directories are dropped");
+    assert_eq!((&page[0]["extension"], &page[0]["mimeType"]), (&json!("txt"), &json!("text/plain")));
+    let (_, rest) =
+        json_of(client.get(format!("{data_url}?limit=2&offset=2")).header("X-Api-Key", &key).send().await.unwrap())
+            .await;
+    assert_eq!(rest.as_array().unwrap().len(), 1);
+    let (status, body) =
+        json_of(client.get(format!("{data_url}?limit=0")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "limit"])));
+    let (_, count) =
+        json_of(client.get(format!("{data_url}/count")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(count, json!({"count": 3}));
+    let graph_url = server.url(&format!("/api/v1/datasets/{dataset_id}/graph"));
+    let (_, graph) = json_of(client.get(graph_url).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert!(
+        graph["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["label"].as_str().is_some_and(|l| l.eq_ignore_ascii_case("marie curie"))),
+        "{graph}"
+    );
+    let (_, status) =
+        json_of(client.get(server.url("/api/v1/datasets/status")).header("X-Api-Key", &key).send().await.unwrap())
+            .await;
+    assert_eq!(status, json!({dataset_id.clone(): "DATASET_PROCESSING_COMPLETED"}));
+
+    // Forget: a bad combination is 422; the dataset goes.
+    let forget = server.url("/api/v1/forget");
+    let (status, body) = json_of(
+        client.post(&forget).header("X-Api-Key", &key).json(&json!({"memory_only": false})).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = json_of(
+        client.post(&forget).header("X-Api-Key", &key).json(&json!({"dataset": "science"})).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"dataset_id": dataset_id, "status": "success"})));
+    let (_, listed) =
+        json_of(client.get(server.url("/api/v1/datasets")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(listed, json!([]));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
+    let server = Server::start(|c| c.body_limit = 64 * 1024).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    let recall = server.url("/api/v1/recall");
+    let post = |body: String| {
+        client.post(&recall).header("X-Api-Key", &key).header("content-type", "application/json").body(body)
+    };
+
+    let (status, body) = json_of(post("{}".into()).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"detail": [{"type": "missing", "loc": ["body", "query"], "msg": "Field required", "input": {}}], "body": {}})
+        )
+    );
+    let (status, body) = json_of(post("{\"query\": ".into()).send().await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["type"]), (StatusCode::BAD_REQUEST, &json!("json_invalid")));
+    let (status, body) =
+        json_of(post(r#"{"query": "q", "search_type": "TELEPATHY"}"#.into()).send().await.unwrap()).await;
+    assert_eq!(
+        (status, &body["detail"][0]["loc"]),
+        (StatusCode::BAD_REQUEST, &json!(["body", "search_type"])),
+        "{body}"
+    );
+    let (status, body) = json_of(post(r#"{"query": "q", "top_k": "many"}"#.into()).send().await.unwrap()).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = json_of(post(r#"{"query": "q", "scope": ["nowhere"]}"#.into()).send().await.unwrap()).await;
+    assert_eq!(status, 422);
+    assert!(body["error"].as_str().unwrap().starts_with("Invalid recall request. If a scope was given"), "{body}");
+    let (status, body) =
+        json_of(post(json!({"query": "q", "datasets": ["missing"]}).to_string()).send().await.unwrap()).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body["detail"].as_str().unwrap().ends_with("[DatasetNotFoundError]"), "{body}");
+    let long = json!({"query": "why ".repeat(10_000)}).to_string();
+    let (status, body) = json_of(post(long).send().await.unwrap()).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("too long"));
+    let huge = json!({"query": "x".repeat(100 * 1024)}).to_string();
+    let (status, _) = json_of(post(huge).send().await.unwrap()).await;
+    assert_eq!(status, 413, "over the body limit");
+
+    // Remember: no dataset, no items, a non-text upload, an unknown content type, bad UTF-8 in a field.
+    let remember = server.url("/api/v1/remember");
+    let form = |pairs: &[(&str, &str)]| {
+        let owned: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        client.post(&remember).header("X-Api-Key", &key).form(&owned)
+    };
+    let (status, body) = json_of(form(&[("raw_data", "hello")]).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::BAD_REQUEST, json!({"detail": "Either datasetId or datasetName must be provided."}))
+    );
+    let (status, body) = json_of(form(&[("datasetName", "d")]).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::BAD_REQUEST, json!({"detail": "Provide at least one file in 'data' or one entry in 'raw_data'."}))
+    );
+    let (status, _) =
+        json_of(form(&[("datasetName", "d"), ("raw_data", "x"), ("content_type", "video")]).send().await.unwrap())
+            .await;
+    assert_eq!(status, 400);
+    let (status, _) =
+        json_of(form(&[("datasetName", "d"), ("raw_data", "x"), ("run_in_background", "maybe")]).send().await.unwrap())
+            .await;
+    assert_eq!(status, 400);
+    let bad_utf8 = client
+        .post(&remember)
+        .header("X-Api-Key", &key)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("datasetName=%FF%FE&raw_data=x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(bad_utf8).await.0, 400);
+    let binary = reqwest::multipart::Form::new()
+        .text("datasetName", "d")
+        .part("data", reqwest::multipart::Part::bytes(vec![0xff, 0xd8, 0xff, 0x00]).file_name("../../photo.jpg"));
+    let (status, body) =
+        json_of(client.post(&remember).header("X-Api-Key", &key).multipart(binary).send().await.unwrap()).await;
+    assert_eq!(status, 415, "{body}");
+    assert!(body["detail"].as_str().unwrap().starts_with("photo.jpg:"), "the name is reduced to its base name: {body}");
+
+    let (_, listed) =
+        json_of(client.get(server.url("/api/v1/datasets")).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(listed, json!([]), "no rejected request wrote anything");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn two_users_are_isolated_until_a_grant() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let alice = server.key_for("alice@example.com").await;
+    let bob = server.key_for("bob@example.com").await;
+    let body =
+        remember_texts(&client, &server, &alice, "diary", &["Alice keeps her spare key under the blue flowerpot."])
+            .await;
+    let dataset_id = body["dataset_id"].as_str().unwrap().to_string();
+
+    let get = |key: &str, path: &str| client.get(server.url(path)).header("X-Api-Key", key.to_string());
+    let (_, listed) = json_of(get(&bob, "/api/v1/datasets").send().await.unwrap()).await;
+    assert_eq!(listed, json!([]));
+    let denied =
+        "Request owner does not have necessary permission: [read] for all datasets requested. [PermissionDeniedError]";
+    for path in [format!("/api/v1/datasets/{dataset_id}/graph"), format!("/api/v1/datasets/{dataset_id}/data")] {
+        assert_eq!(
+            json_of(get(&bob, &path).send().await.unwrap()).await,
+            (StatusCode::FORBIDDEN, json!({"detail": denied}))
+        );
+    }
+    let recall = |key: &str| {
+        client
+            .post(server.url("/api/v1/recall"))
+            .header("X-Api-Key", key.to_string())
+            .json(&json!({"query": "Where is the spare key?", "searchType": "CHUNKS", "datasetIds": [dataset_id]}))
+    };
+    assert_eq!(json_of(recall(&bob).send().await.unwrap()).await, (StatusCode::FORBIDDEN, json!({"detail": denied})));
+    let (_, history) = json_of(get(&bob, "/api/v1/recall").send().await.unwrap()).await;
+    assert_eq!(history, json!([]));
+    let unscoped = client
+        .post(server.url("/api/v1/recall"))
+        .header("X-Api-Key", &bob)
+        .json(&json!({"query": "Where is the spare key?", "searchType": "CHUNKS"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(unscoped).await;
+    // Bob can read nothing: his memory is empty, never Alice's.
+    assert_eq!((status, &body[0]["status"]), (StatusCode::OK, &json!("memory_warming_up")), "{body}");
+    assert!(!body.to_string().contains("flowerpot"));
+
+    // Bob cannot grant himself; Alice grants read.
+    let bob_id = server.engine.relational().users.find_user("bob@example.com").await.unwrap().unwrap().id;
+    let grant = server.url(&format!("/api/v1/permissions/datasets/{bob_id}?permission_name=read"));
+    let (status, _) =
+        json_of(client.post(&grant).header("X-Api-Key", &bob).json(&json!([dataset_id])).send().await.unwrap()).await;
+    assert_eq!(status, 403);
+    let bad = server.url(&format!("/api/v1/permissions/datasets/{bob_id}?permission_name=own"));
+    let (status, body) =
+        json_of(client.post(&bad).header("X-Api-Key", &alice).json(&json!([dataset_id])).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"detail": "own not found or not in allowed permission types [PermissionNotFoundError]"})
+        )
+    );
+    let (status, body) =
+        json_of(client.post(&grant).header("X-Api-Key", &alice).json(&json!([dataset_id])).send().await.unwrap()).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"message": "Permission assigned to principal"})));
+    let (status, results) = json_of(recall(&bob).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(results[0]["text"].as_str().unwrap().contains("flowerpot"));
+    let (status, _) = json_of(
+        client
+            .delete(server.url(&format!("/api/v1/datasets/{dataset_id}")))
+            .header("X-Api-Key", &bob)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 403, "read is not delete");
+    let (status, _) =
+        json_of(client.delete(&grant).header("X-Api-Key", &alice).json(&json!([dataset_id])).send().await.unwrap())
+            .await;
+    assert_eq!(status, 200);
+    assert_eq!(json_of(recall(&bob).send().await.unwrap()).await.0, 403, "the revoked grant ends access");
+    server.stop().await;
+}
+
+/// The event-stream frames of a body: `(event, data)`.
+fn frames(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let event = block.lines().find_map(|l| l.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((event.to_string(), serde_json::from_str(data).unwrap()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn streaming_recall_and_concurrent_requests() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    remember_texts(&client, &server, &key, "notes", &["The sourdough starter is fed every morning with rye flour."])
+        .await;
+    let recall = server.url("/api/v1/recall");
+
+    let response = client
+        .post(&recall)
+        .header("X-Api-Key", &key)
+        .header("Accept", "application/json;q=0.5, text/event-stream")
+        .json(&json!({"query": "How is the starter fed?", "searchType": "CHUNKS", "datasets": ["notes"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.headers()["x-accel-buffering"], "no");
+    let frames = frames(&response.text().await.unwrap());
+    assert_eq!(frames.first().unwrap(), &("stage".to_string(), json!({"stage": "retrieving"})));
+    let (last, data) = frames.last().unwrap();
+    assert_eq!(last, "final");
+    assert!(data["results"][0]["text"].as_str().unwrap().contains("rye flour"), "{data}");
+
+    // An error before any event is a real status, not a frame inside a 200.
+    let early = client
+        .post(&recall)
+        .header("X-Api-Key", &key)
+        .json(&json!({"query": "q", "datasets": ["absent"], "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(early).await.0, 404);
+    // A tie goes to JSON.
+    let tie = client
+        .post(&recall)
+        .header("X-Api-Key", &key)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&json!({"query": "starter", "searchType": "CHUNKS"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(tie).await.0, 200);
+
+    // Sixteen recalls at once all answer.
+    let calls = (0..16).map(|i| {
+        client
+            .post(&recall)
+            .header("X-Api-Key", &key)
+            .json(&json!({"query": format!("starter {i}"), "searchType": "CHUNKS", "topK": 1}))
+            .send()
+    });
+    for response in futures::future::join_all(calls).await {
+        assert_eq!(response.unwrap().status(), 200);
+    }
+    server.stop().await;
+}
