@@ -4,7 +4,7 @@
 //! the same 403, so ids cannot be probed.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::Json;
 use recall_api::{graph_dto, DataDto, DatasetDto};
 use recall_core::model::pipelines;
@@ -155,29 +155,21 @@ pub async fn status(
     Ok(Json(Value::Object(out)))
 }
 
-/// `POST /api/v1/permissions/datasets/{principal_id}?permission_name=` with a
-/// JSON array of dataset ids.
-pub async fn grant(
+/// `POST` (grant) or `DELETE` (revoke)
+/// `/api/v1/permissions/datasets/{principal_id}?permission_name=` with a JSON
+/// array of dataset ids; the caller needs `share` on every one.
+pub async fn permission(
+    method: Method,
     state: State<AppState>,
     caller: Caller,
     path: Path<String>,
     query: RawQuery,
     body: JsonBody<Vec<DatasetId>>,
 ) -> ApiResult<Json<Value>> {
-    set_permission(state, caller, path, query, body, true).await?;
-    Ok(Json(json!({"message": "Permission assigned to principal"})))
-}
-
-/// `DELETE /api/v1/permissions/datasets/{principal_id}?permission_name=`.
-pub async fn revoke(
-    state: State<AppState>,
-    caller: Caller,
-    path: Path<String>,
-    query: RawQuery,
-    body: JsonBody<Vec<DatasetId>>,
-) -> ApiResult<Json<Value>> {
-    set_permission(state, caller, path, query, body, false).await?;
-    Ok(Json(json!({"message": "Permission revoked from principal"})))
+    let grant = method == Method::POST;
+    set_permission(state, caller, path, query, body, grant).await?;
+    let message = if grant { "Permission assigned to principal" } else { "Permission revoked from principal" };
+    Ok(Json(json!({"message": message})))
 }
 
 async fn set_permission(

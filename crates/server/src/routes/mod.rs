@@ -28,7 +28,7 @@ pub fn api() -> Router<AppState> {
         .route("/datasets/{dataset_id}/data", get(datasets::data))
         .route("/datasets/{dataset_id}/data/count", get(datasets::data_count))
         .route("/datasets/{dataset_id}/graph", get(datasets::graph))
-        .route("/permissions/datasets/{principal_id}", post(datasets::grant).delete(datasets::revoke))
+        .route("/permissions/datasets/{principal_id}", post(datasets::permission).delete(datasets::permission))
         .route("/auth/login", post(auth::login))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/me", get(auth::me))
