@@ -22,12 +22,16 @@ struct Server {
     engine: Engine,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Raw copies of what was remembered (cognify reads them back).
+    _raw: tempfile::TempDir,
 }
 
 impl Server {
     async fn start(configure: impl FnOnce(&mut ServerConfig)) -> Server {
-        let engine =
-            common::offline_builder(EngineConfig { chunk_size: 40, ..Default::default() }, 64).build().unwrap();
+        let raw = tempfile::tempdir().unwrap();
+        let config =
+            EngineConfig { chunk_size: 40, raw_data_dir: Some(raw.path().to_path_buf()), ..Default::default() };
+        let engine = common::offline_builder(config, 64).build().unwrap();
         let mut config = ServerConfig::new(common::DEFAULT_USER);
         config.default_user_password = Some(PASSWORD.into());
         configure(&mut config);
@@ -38,7 +42,7 @@ impl Server {
         let done = tokio::spawn(recall_server::serve(listener, state, async move {
             let _ = stopped.await;
         }));
-        Server { addr, engine, stop: Some(stop), done }
+        Server { addr, engine, stop: Some(stop), done, _raw: raw }
     }
 
     fn url(&self, path: &str) -> String {
@@ -630,6 +634,79 @@ async fn streaming_recall_and_concurrent_requests() {
     });
     for response in futures::future::join_all(calls).await {
         assert_eq!(response.unwrap().status(), 200);
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn add_then_cognify_and_a_background_remember() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    let added = client
+        .post(server.url("/api/v1/add"))
+        .header("X-Api-Key", &key)
+        .form(&[("datasetName", "garden"), ("raw_data", "Tomatoes need six hours of sun a day.")])
+        .send()
+        .await
+        .unwrap();
+    let (status, run) = json_of(added).await;
+    assert_eq!(
+        (status, &run["status"], &run["dataset_name"]),
+        (StatusCode::OK, &json!("PipelineRunCompleted"), &json!("garden"))
+    );
+    assert_eq!(run["data_ingestion_info"].as_array().unwrap().len(), 1);
+    let dataset_id = run["dataset_id"].as_str().unwrap().to_string();
+    let status_url = server
+        .url(&format!("/api/v1/datasets/status?dataset={dataset_id}&pipeline=add_pipeline&pipeline=cognify_pipeline"));
+    let (_, statuses) = json_of(client.get(&status_url).header("X-Api-Key", &key).send().await.unwrap()).await;
+    assert_eq!(
+        statuses,
+        json!({dataset_id.clone(): {"add_pipeline": "DATASET_PROCESSING_COMPLETED"}}),
+        "added, not built"
+    );
+
+    let recall = |query: &str| {
+        client
+            .post(server.url("/api/v1/recall"))
+            .header("X-Api-Key", &key)
+            .json(&json!({"query": query, "searchType": "CHUNKS", "datasets": ["garden"]}))
+            .send()
+    };
+    let (_, results) = json_of(recall("How much sun do tomatoes need?").await.unwrap()).await;
+    assert!(!results.to_string().contains("six hours"), "nothing is searchable before cognify: {results}");
+
+    // The SDK sends dataset ids inside `datasets`: an id is read as an id.
+    let cognify =
+        client.post(server.url("/api/v1/cognify")).header("X-Api-Key", &key).json(&json!({"datasets": [dataset_id]}));
+    let (status, runs) = json_of(cognify.send().await.unwrap()).await;
+    assert_eq!((status, &runs[&dataset_id]["status"]), (StatusCode::OK, &json!("PipelineRunCompleted")), "{runs}");
+    let (_, results) = json_of(recall("How much sun do tomatoes need?").await.unwrap()).await;
+    assert!(results[0]["text"].as_str().unwrap().contains("six hours"), "{results}");
+    let none = client.post(server.url("/api/v1/cognify")).header("X-Api-Key", &key).json(&json!({}));
+    assert_eq!(
+        json_of(none.send().await.unwrap()).await,
+        (StatusCode::BAD_REQUEST, json!({"error": "No datasets or dataset_ids provided", "detail": null}))
+    );
+
+    // A background remember answers at once; its status is followed until built.
+    let background = client
+        .post(server.url("/api/v1/remember"))
+        .header("X-Api-Key", &key)
+        .form(&[("datasetName", "garden"), ("raw_data", "Basil hates the cold."), ("run_in_background", "true")])
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(background).await;
+    assert_eq!((status, &body["status"], &body["pipeline_run_id"]), (StatusCode::OK, &json!("running"), &Value::Null));
+    let started = std::time::Instant::now();
+    loop {
+        let (_, results) = json_of(recall("Which herb hates the cold?").await.unwrap()).await;
+        if results.to_string().contains("Basil") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the background remember never finished");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     server.stop().await;
 }

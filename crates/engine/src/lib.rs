@@ -26,7 +26,7 @@ pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
 pub use ingest::global_context::{bucket_summary_id, root_summary_id};
 pub use ingest::progress::{NoProgress, RememberProgress};
-pub use ingest::remember::{check_inputs, RememberInput, RememberOutcome};
+pub use ingest::remember::{check_inputs, AddOutcome, RememberInput, RememberOutcome};
 pub use query::dataset_routing::{self, DatasetRoutingConfig};
 pub use query::normalise::SearchResultPayload;
 pub use query::recall::{RecallExplain, StageTiming};

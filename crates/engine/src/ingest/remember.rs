@@ -48,6 +48,16 @@ pub struct RememberOutcome {
     pub pipeline_run_id: Uuid,
 }
 
+/// What an `add` stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddOutcome {
+    pub dataset: Dataset,
+    /// The items, as stored (pending until a cognify builds them).
+    pub items: Vec<DataItem>,
+    /// The `add_pipeline` run.
+    pub pipeline_run_id: Uuid,
+}
+
 pub(crate) const SUPPORTED_EXTENSIONS: &[&str] = &["txt", "md"];
 
 /// An input read and validated, ready to store.
@@ -169,9 +179,29 @@ impl Engine {
         let dataset = self.writable(user, &target).await?;
 
         progress.stage("add", loaded.len());
-        let items = self.add(user, &dataset, &loaded, progress).await?;
+        let (_, items) = self.add(user, &dataset, &loaded, progress).await?;
         let items = items.into_iter().zip(loaded.into_iter().map(|l| l.text)).collect();
         self.cognify_stage(&dataset, items, progress).await
+    }
+
+    /// Stores the inputs as data items of `dataset` without building
+    /// anything from them (Cognee's `add`): a later [`Engine::cognify`]
+    /// builds them. The same validation as `remember`.
+    pub async fn add_data(
+        &self,
+        user: &User,
+        dataset: impl Into<DatasetRef>,
+        inputs: &[RememberInput],
+    ) -> Result<AddOutcome> {
+        let target = dataset.into();
+        if inputs.is_empty() {
+            return Err(RecallError::invalid_input("Nothing to add: pass at least one text or file."));
+        }
+        let owned = inputs.to_vec();
+        let loaded: Vec<LoadedInput> = crate::blocking(move || owned.iter().map(load).collect()).await?;
+        let dataset = self.writable(user, &target).await?;
+        let (pipeline_run_id, items) = self.add(user, &dataset, &loaded, &NoProgress).await?;
+        Ok(AddOutcome { dataset, items, pipeline_run_id })
     }
 
     /// The `add` stage: raw data items, recorded as an `add_pipeline` run.
@@ -181,7 +211,7 @@ impl Engine {
         dataset: &Dataset,
         loaded: &[LoadedInput],
         progress: &dyn RememberProgress,
-    ) -> Result<Vec<DataItem>> {
+    ) -> Result<(Uuid, Vec<DataItem>)> {
         let run_id = Uuid::new_v4();
         self.record_run(dataset.id, run_id, pipelines::ADD, PipelineRunStatus::Started, None, json!({})).await?;
         let result = async {
@@ -208,7 +238,7 @@ impl Engine {
         }
         .await;
         self.finish_run(dataset.id, run_id, pipelines::ADD, &result, json!({"items": loaded.len()})).await?;
-        result
+        result.map(|items| (run_id, items))
     }
 
     /// Keeps a copy of the raw text under the data directory, written atomically.

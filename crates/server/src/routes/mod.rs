@@ -2,6 +2,7 @@
 
 pub mod datasets;
 pub mod health;
+pub mod pipelines;
 pub mod query;
 pub mod remember;
 
@@ -22,6 +23,8 @@ pub fn api() -> Router<AppState> {
         .route("/search", post(query::search).get(query::search_history))
         .route("/remember", post(remember::remember))
         .route("/forget", post(remember::forget))
+        .route("/add", post(pipelines::add))
+        .route("/cognify", post(pipelines::cognify))
         .route("/datasets", get(datasets::list).post(datasets::create).delete(datasets::delete_all))
         .route("/datasets/status", get(datasets::status))
         .route("/datasets/{dataset_id}", delete(datasets::delete_one))

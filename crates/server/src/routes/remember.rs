@@ -26,7 +26,7 @@ fn bad_request(text: &str) -> ApiError {
 
 /// The texts a remember form carries: uploads first (UTF-8 text files,
 /// named by their base name), then `raw_data` entries.
-fn inputs(form: &FormData) -> ApiResult<Vec<RememberInput>> {
+pub(super) fn inputs(form: &FormData) -> ApiResult<Vec<RememberInput>> {
     let mut inputs = Vec::new();
     for upload in form.files("data") {
         if upload.bytes.iter().all(u8::is_ascii_whitespace) {
@@ -51,17 +51,18 @@ fn inputs(form: &FormData) -> ApiResult<Vec<RememberInput>> {
     Ok(inputs)
 }
 
+/// The dataset a form names: `datasetId` (wins) or `datasetName`.
+pub(super) fn form_dataset(form: &FormData) -> ApiResult<Option<DatasetRef>> {
+    let id = form.text_any(&["datasetId", "dataset_id"]).map(|id| parse_dataset_id(id, "datasetId")).transpose()?;
+    let name = form.text_any(&["datasetName", "dataset_name"]);
+    Ok(id.map(DatasetRef::Id).or_else(|| name.map(|n| DatasetRef::Name(n.to_string()))))
+}
+
 /// `POST /api/v1/remember`.
 pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Response> {
     let started = Instant::now();
-    let dataset_id =
-        form.text_any(&["datasetId", "dataset_id"]).map(|id| parse_dataset_id(id, "datasetId")).transpose()?;
-    let dataset_name = form.text_any(&["datasetName", "dataset_name"]);
-    let target = match (dataset_id, dataset_name) {
-        (Some(id), _) => DatasetRef::Id(id),
-        (None, Some(name)) => DatasetRef::Name(name.to_string()),
-        (None, None) => return Err(bad_request("Either datasetId or datasetName must be provided.")),
-    };
+    let target =
+        form_dataset(&form)?.ok_or_else(|| bad_request("Either datasetId or datasetName must be provided."))?;
     let content_type = form.text("content_type").unwrap_or_default();
     if !content_type.is_empty() {
         return Err(match content_type {

@@ -1,0 +1,110 @@
+//! The low-level steps of remember: `POST /api/v1/add` (store data items)
+//! and `POST /api/v1/cognify` (build them into memory). Both answer
+//! Cognee's `PipelineRunInfo`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use recall_api::Route;
+use recall_core::{DatasetId, DatasetRef};
+use recall_engine::NoProgress;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use super::remember::{form_dataset, inputs};
+use crate::auth::Caller;
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult, OnRoute};
+use crate::forms::FormData;
+use crate::AppState;
+
+fn run_info(status: &str, run: Uuid, dataset: DatasetId, name: &str, data: &[Uuid]) -> Value {
+    let ingestion: Vec<Value> = data.iter().map(|id| json!({"run_info": {"status": status}, "data_id": id})).collect();
+    json!({
+        "status": status, "pipeline_run_id": run, "dataset_id": dataset, "dataset_name": name,
+        "payload": null, "data_ingestion_info": ingestion,
+    })
+}
+
+fn missing(text: &str) -> ApiError {
+    ApiError::Http { status: StatusCode::BAD_REQUEST, body: json!({"error": text, "detail": null}) }
+}
+
+/// `POST /api/v1/add` (form `datasetName`/`datasetId`, `data` files, `raw_data`).
+pub async fn add(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Json<Value>> {
+    let target = form_dataset(&form)?.ok_or_else(|| missing("Either datasetId or datasetName must be provided."))?;
+    let inputs = inputs(&form)?;
+    if inputs.is_empty() {
+        return Err(missing("Provide at least one file in 'data' or one entry in 'raw_data'."));
+    }
+    let added = state.engine().add_data(&user, target, &inputs).await.on(Route::Search)?;
+    let ids: Vec<Uuid> = added.items.iter().map(|i| i.id).collect();
+    Ok(Json(run_info("PipelineRunCompleted", added.pipeline_run_id, added.dataset.id, &added.dataset.name, &ids)))
+}
+
+/// `POST /api/v1/cognify`'s body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CognifyBody {
+    datasets: Option<Vec<String>>,
+    #[serde(alias = "datasetIds")]
+    dataset_ids: Option<Vec<DatasetId>>,
+    #[serde(alias = "runInBackground")]
+    run_in_background: bool,
+}
+
+/// `POST /api/v1/cognify`: `{"<dataset id>": PipelineRunInfo}` per dataset.
+/// A `datasets` entry that is a UUID names a dataset by id (the SDK sends ids there).
+pub async fn cognify(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    JsonBody(body): JsonBody<CognifyBody>,
+) -> ApiResult<Json<Value>> {
+    let targets: Vec<DatasetRef> = match (body.dataset_ids.filter(|i| !i.is_empty()), body.datasets) {
+        (Some(ids), _) => ids.into_iter().map(DatasetRef::Id).collect(),
+        (None, Some(names)) if !names.is_empty() => names
+            .into_iter()
+            .map(|n| Uuid::parse_str(n.trim()).map_or(DatasetRef::Name(n), |id| DatasetRef::Id(DatasetId(id))))
+            .collect(),
+        _ => return Err(missing("No datasets or dataset_ids provided")),
+    };
+    let engine = state.engine();
+    // Every dataset is checked (write) before any work starts.
+    let mut datasets = Vec::with_capacity(targets.len());
+    for target in &targets {
+        datasets.push(engine.writable_dataset(&user, target).await.on(Route::Search)?);
+    }
+    let mut out = Map::new();
+    if body.run_in_background {
+        for dataset in datasets {
+            let (engine, user) = (engine.clone(), user.clone());
+            out.insert(
+                dataset.id.to_string(),
+                run_info("PipelineRunStarted", Uuid::nil(), dataset.id, &dataset.name, &[]),
+            );
+            state.spawn_background(cognify_in_background(engine, user, dataset.id));
+        }
+        return Ok(Json(Value::Object(out)));
+    }
+    for dataset in datasets {
+        let outcome = engine.cognify(&user, DatasetRef::Id(dataset.id), &NoProgress).await.on(Route::Search)?;
+        out.insert(
+            dataset.id.to_string(),
+            run_info("PipelineRunCompleted", outcome.pipeline_run_id, dataset.id, &dataset.name, &[]),
+        );
+    }
+    Ok(Json(Value::Object(out)))
+}
+
+fn cognify_in_background(
+    engine: recall_engine::Engine,
+    user: recall_core::User,
+    dataset: DatasetId,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        if let Err(e) = engine.cognify(&user, DatasetRef::Id(dataset), &NoProgress).await {
+            tracing::error!(error = %e, %dataset, "background cognify failed");
+        }
+    })
+}
