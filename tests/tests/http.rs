@@ -710,3 +710,96 @@ async fn add_then_cognify_and_a_background_remember() {
     }
     server.stop().await;
 }
+
+/// Debian's Chromium, when installed (`.ci/run` installs it).
+fn chromium() -> Option<String> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .map(|p| p.to_string())
+}
+
+/// Runs headless Chromium on a page: the DOM after its scripts ran.
+fn headless(browser: &str, url: &str, extra: &[&str]) -> String {
+    let output = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
+        .args(["--window-size=1200,800", "--virtual-time-budget=20000"])
+        .args(extra)
+        .arg(url)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+#[tokio::test]
+async fn the_graph_page_draws_the_dataset_in_a_headless_browser() {
+    let server = Server::start(posture_off).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    let body = remember_texts(
+        &client,
+        &server,
+        &key,
+        "science",
+        &["Marie Curie discovered polonium in Paris.", "Pierre Curie worked with Marie Curie in Paris."],
+    )
+    .await;
+    let dataset_id = body["dataset_id"].as_str().unwrap().to_string();
+    let (status, body) = json_of(client.get(server.url("/api/v1/visualize")).send().await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "dataset_id"])));
+    let url = server.url(&format!("/api/v1/visualize?dataset_id={dataset_id}"));
+    let page = client.get(&url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    let html = page.text().await.unwrap();
+    assert!(!html.contains("https://") && !html.contains("http://"), "the page loads nothing from elsewhere");
+
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED: the graph page in a browser (no chromium; .ci/run installs it)");
+        server.stop().await;
+        return;
+    };
+    let (browser_url, browser_name) = (url.clone(), browser.clone());
+    let dom =
+        tokio::task::spawn_blocking(move || headless(&browser_name, &browser_url, &["--dump-dom"])).await.unwrap();
+    assert!(dom.contains(r#"data-layout="done""#), "the layout ran to the end: {}", &dom[..dom.len().min(400)]);
+    for label in ["marie curie", "pierre curie", "paris"] {
+        assert!(dom.to_lowercase().contains(&format!(r#"<option value="{label}">"#)), "{label} is on the page");
+    }
+    assert!(dom.contains(" nodes · "), "the counts are shown");
+    let shot = std::env::temp_dir().join(format!("recall-graph-{}.png", uuid::Uuid::new_v4()));
+    let flag = format!("--screenshot={}", shot.display());
+    let (shot_url, shot_browser) = (url.clone(), browser.clone());
+    tokio::task::spawn_blocking(move || headless(&shot_browser, &shot_url, &[&flag])).await.unwrap();
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // A drawn graph has far more detail than a blank page (a few kB).
+    assert!(png.len() > 20_000, "the screenshot shows a drawing ({} bytes, {})", png.len(), shot.display());
+
+    // A graph of 5 000 nodes lays out and draws in the browser.
+    let nodes: Vec<recall_core::Node> = (0..5000)
+        .map(|i| {
+            let properties = serde_json::from_value(json!({"name": format!("node {i}")})).unwrap();
+            recall_core::Node {
+                id: uuid::Uuid::from_u128(i as u128 + 1),
+                node_type: format!("Type{}", i % 7),
+                properties,
+            }
+        })
+        .collect();
+    let edges: Vec<recall_core::Edge> = (1..5000u128)
+        .flat_map(|i| [(i + 1, i / 2 + 1), (i + 1, (i * 7919) % 5000 + 1)])
+        .filter(|(s, t)| s != t)
+        .map(|(s, t)| recall_core::Edge::new(uuid::Uuid::from_u128(s), "links", uuid::Uuid::from_u128(t)))
+        .collect();
+    let big = std::env::temp_dir().join(format!("recall-graph-{}.html", uuid::Uuid::new_v4()));
+    std::fs::write(&big, recall_server::graph_page("large", &recall_core::Subgraph { nodes, edges })).unwrap();
+    let big_url = format!("file://{}", big.display());
+    let started = std::time::Instant::now();
+    let dom = tokio::task::spawn_blocking(move || headless(&browser, &big_url, &["--dump-dom"])).await.unwrap();
+    assert!(dom.contains("5000 nodes · "), "all 5 000 nodes are on the page");
+    assert!(dom.contains(r#"data-layout="done""#), "the layout of 5 000 nodes finished");
+    eprintln!("5 000-node page laid out in {:.1} s (headless, debug test machine)", started.elapsed().as_secs_f64());
+    let _ = std::fs::remove_file(&big);
+    server.stop().await;
+}

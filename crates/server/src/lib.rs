@@ -36,6 +36,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use auth::{AuthPosture, TokenConfig};
+pub use routes::visualize::graph_page;
 pub use sse::wants_event_stream;
 
 /// How the server runs (docs/http.md, "Configuration").

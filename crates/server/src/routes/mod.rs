@@ -5,6 +5,7 @@ pub mod health;
 pub mod pipelines;
 pub mod query;
 pub mod remember;
+pub mod visualize;
 
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
@@ -32,6 +33,7 @@ pub fn api() -> Router<AppState> {
         .route("/datasets/{dataset_id}/data/count", get(datasets::data_count))
         .route("/datasets/{dataset_id}/graph", get(datasets::graph))
         .route("/permissions/datasets/{principal_id}", post(datasets::permission).delete(datasets::permission))
+        .route("/visualize", get(visualize::visualize))
         .route("/auth/login", post(auth::login))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/me", get(auth::me))
