@@ -803,3 +803,54 @@ async fn the_graph_page_draws_the_dataset_in_a_headless_browser() {
     let _ = std::fs::remove_file(&big);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_route() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let (status, doc) = json_of(client.get(server.url("/openapi.json")).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    let expected = [
+        ("get", "/"),
+        ("get", "/health"),
+        ("get", "/health/detailed"),
+        ("post", "/api/v1/recall"),
+        ("get", "/api/v1/recall"),
+        ("post", "/api/v1/search"),
+        ("get", "/api/v1/search"),
+        ("post", "/api/v1/remember"),
+        ("post", "/api/v1/forget"),
+        ("post", "/api/v1/add"),
+        ("post", "/api/v1/cognify"),
+        ("get", "/api/v1/datasets"),
+        ("post", "/api/v1/datasets"),
+        ("delete", "/api/v1/datasets"),
+        ("get", "/api/v1/datasets/status"),
+        ("delete", "/api/v1/datasets/{dataset_id}"),
+        ("get", "/api/v1/datasets/{dataset_id}/data"),
+        ("get", "/api/v1/datasets/{dataset_id}/data/count"),
+        ("get", "/api/v1/datasets/{dataset_id}/graph"),
+        ("post", "/api/v1/permissions/datasets/{principal_id}"),
+        ("delete", "/api/v1/permissions/datasets/{principal_id}"),
+        ("get", "/api/v1/visualize"),
+        ("post", "/api/v1/auth/login"),
+        ("post", "/api/v1/auth/logout"),
+        ("get", "/api/v1/auth/me"),
+        ("post", "/api/v1/auth/register"),
+        ("post", "/api/v1/auth/api-keys"),
+        ("get", "/api/v1/auth/api-keys"),
+        ("delete", "/api/v1/auth/api-keys/{api_key_id}"),
+    ];
+    let paths = doc["paths"].as_object().unwrap();
+    for (method, path) in expected {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} is in the document");
+    }
+    let listed: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(listed, expected.len(), "and nothing else: {:?}", paths.keys().collect::<Vec<_>>());
+    assert!(doc["components"]["securitySchemes"]["ApiKeyAuth"].is_object());
+    assert!(doc["components"]["schemas"]["DatasetDto"].is_object(), "schemas come from the handlers' types");
+    let docs = client.get(server.url("/docs/")).send().await.unwrap();
+    assert_eq!(docs.status(), 200);
+    assert!(docs.text().await.unwrap().contains("swagger"), "the interactive docs page");
+    server.stop().await;
+}

@@ -14,9 +14,10 @@ pub fn iso_utc(millis: EpochMillis) -> String {
 }
 
 /// One dataset of `GET /api/v1/datasets`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DatasetDto {
+    #[schema(value_type = String, format = Uuid)]
     pub id: DatasetId,
     pub name: String,
     pub created_at: String,
@@ -37,7 +38,7 @@ impl From<&Dataset> for DatasetDto {
 }
 
 /// One data item of `GET /api/v1/datasets/{id}/data`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataDto {
     pub id: Uuid,
@@ -47,8 +48,10 @@ pub struct DataDto {
     pub extension: String,
     pub mime_type: String,
     pub raw_data_location: String,
+    #[schema(value_type = String, format = Uuid)]
     pub dataset_id: DatasetId,
     pub label: Option<String>,
+    #[schema(value_type = Object)]
     pub external_metadata: Value,
     pub data_size: Option<u64>,
     pub content_hash: String,

@@ -31,7 +31,7 @@ pub type SearchBody = recall_engine::SearchRequest;
 
 /// One row of `GET /api/v1/recall` and `GET /api/v1/search`: camelCase, as
 /// Cognee's history answer is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     pub id: Uuid,
@@ -40,6 +40,7 @@ pub struct HistoryEntry {
     pub user: String,
     /// ISO-8601 UTC with a `Z`.
     pub created_at: String,
+    #[schema(value_type = Option<String>, format = Uuid)]
     pub dataset_id: Option<DatasetId>,
 }
 

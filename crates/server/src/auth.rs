@@ -230,6 +230,7 @@ fn bad_credentials() -> ApiError {
 
 /// `POST /api/v1/auth/login` (form `username`, `password`): a bearer token
 /// and the `auth_token` cookie.
+#[utoipa::path(post, path = "/auth/login", tag = "auth", security(()), request_body(content = Object, description = "Form: username (the email), password", content_type = "application/x-www-form-urlencoded"), responses((status = 200, description = "A bearer token, also set as the auth_token cookie", body = Object), (status = 400, description = "LOGIN_BAD_CREDENTIALS", body = Object)))]
 pub async fn login(State(state): State<AppState>, req: axum::extract::Request) -> ApiResult<Response> {
     let form = <FormData as axum::extract::FromRequest<AppState>>::from_request(req, &state)
         .await
@@ -262,6 +263,7 @@ pub async fn login(State(state): State<AppState>, req: axum::extract::Request) -
 }
 
 /// `POST /api/v1/auth/logout`: deletes the cookie.
+#[utoipa::path(post, path = "/auth/logout", tag = "auth", responses((status = 200, description = "The cookie is deleted", body = Object)))]
 pub async fn logout(State(state): State<AppState>, Authenticated(user): Authenticated) -> Response {
     tracing::debug!(user = %user.email, "logout");
     let cookie = format!(
@@ -276,6 +278,7 @@ pub async fn logout(State(state): State<AppState>, Authenticated(user): Authenti
 }
 
 /// `GET /api/v1/auth/me`.
+#[utoipa::path(get, path = "/auth/me", tag = "auth", responses((status = 200, description = "The caller's email", body = Object)))]
 pub async fn me(Caller(user): Caller) -> Json<Value> {
     Json(json!({"email": user.email}))
 }
@@ -287,13 +290,14 @@ fn user_read(user: &User) -> Value {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct Register {
     email: String,
     password: String,
 }
 
 /// `POST /api/v1/auth/register` (public): 201 with the new user.
+#[utoipa::path(post, path = "/auth/register", tag = "auth", security(()), request_body = Register, responses((status = 201, description = "The new user", body = Object), (status = 400, description = "REGISTER_USER_ALREADY_EXISTS or REGISTER_INVALID_PASSWORD", body = Object)))]
 pub async fn register(State(state): State<AppState>, JsonBody(body): JsonBody<Register>) -> ApiResult<Response> {
     let email = body.email.trim();
     recall_engine::credentials::validate_email(email).map_err(|e| {
@@ -314,6 +318,7 @@ pub async fn register(State(state): State<AppState>, JsonBody(body): JsonBody<Re
 }
 
 /// `POST /api/v1/auth/api-keys` (`{"name": …}`): the key, shown only here.
+#[utoipa::path(post, path = "/auth/api-keys", tag = "auth", request_body(content = Object, description = "{\"name\": string or null}"), responses((status = 200, description = "The key, shown only here", body = Object), (status = 400, description = "The key limit is reached", body = Object)))]
 pub async fn create_api_key(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -343,6 +348,7 @@ pub async fn create_api_key(
 }
 
 /// `GET /api/v1/auth/api-keys`: labels only (keys are kept as hashes).
+#[utoipa::path(get, path = "/auth/api-keys", tag = "auth", responses((status = 200, description = "The caller's keys (labels only)", body = Vec<Object>)))]
 pub async fn list_api_keys(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Value>> {
     let keys = state.engine().api_keys(&user).await?;
     Ok(Json(Value::Array(
@@ -352,6 +358,7 @@ pub async fn list_api_keys(State(state): State<AppState>, Caller(user): Caller) 
 
 /// `DELETE /api/v1/auth/api-keys/{id}`: `null`; 404 for a key that is
 /// unknown or not the caller's.
+#[utoipa::path(delete, path = "/auth/api-keys/{api_key_id}", tag = "auth", params(("api_key_id" = String, Path, description = "Key id")), responses((status = 200, description = "Revoked", body = Object), (status = 404, description = "Unknown or another user's key", body = Object)))]
 pub async fn revoke_api_key(
     State(state): State<AppState>,
     Caller(user): Caller,

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode};
-use axum::routing::get;
 use axum::Router;
 use recall_core::{RecallError, User};
 use recall_engine::Engine;
@@ -34,6 +33,10 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
 
 pub use auth::{AuthPosture, TokenConfig};
 pub use routes::visualize::graph_page;
@@ -160,6 +163,39 @@ impl AppState {
     }
 }
 
+/// The OpenAPI document's frame; the paths come from the handlers.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Recall", description = "Cognee's REST API, served by Recall (docs/http.md)."),
+    modifiers(&Security),
+    security(("ApiKeyAuth" = []), ("BearerAuth" = [])),
+    tags(
+        (name = "recall", description = "Ask memory a question"),
+        (name = "search", description = "The legacy search"),
+        (name = "remember", description = "Store and build memory; forget it"),
+        (name = "datasets", description = "Datasets, their data, graph and status"),
+        (name = "permissions", description = "Dataset grants"),
+        (name = "auth", description = "Login, API keys, users"),
+        (name = "health", description = "Liveness and readiness"),
+    )
+)]
+struct ApiDoc;
+
+/// The two ways to authenticate: `X-Api-Key`, or a bearer token.
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .add_security_scheme("ApiKeyAuth", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Api-Key"))));
+        components.add_security_scheme(
+            "BearerAuth",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+        );
+    }
+}
+
 /// The whole application: Cognee's routes, with request ids, tracing,
 /// CORS, a body limit and a timeout.
 pub fn router(state: AppState) -> Router {
@@ -175,11 +211,12 @@ pub fn router(state: AppState) -> Router {
         let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
         tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
     });
-    Router::new()
-        .route("/", get(routes::health::root))
-        .route("/health", get(routes::health::health))
-        .route("/health/detailed", get(routes::health::detailed))
+    let (routes, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(routes::outside_api())
         .nest("/api/v1", routes::api())
+        .split_for_parts();
+    routes
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(|| async {
             error::ApiError::detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")

@@ -19,6 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
 /// `GET /api/v1/datasets`: every dataset the caller may read.
+#[utoipa::path(get, path = "/datasets", tag = "datasets", responses((status = 200, description = "Datasets the caller may read", body = Vec<DatasetDto>), (status = 401, description = "Authentication required", body = Object)))]
 pub async fn list(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<DatasetDto>>> {
     let listed = state.engine().datasets(&user).await?;
     Ok(Json(
@@ -30,13 +31,14 @@ pub async fn list(State(state): State<AppState>, Caller(user): Caller) -> ApiRes
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct CreateDataset {
     name: String,
 }
 
 /// `POST /api/v1/datasets` (`{"name"}`): the caller's dataset of that name,
 /// created when missing.
+#[utoipa::path(post, path = "/datasets", tag = "datasets", request_body = CreateDataset, responses((status = 200, description = "The caller's dataset of that name", body = DatasetDto)))]
 pub async fn create(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -47,12 +49,14 @@ pub async fn create(
 }
 
 /// `DELETE /api/v1/datasets`: deletes every dataset the caller may delete.
+#[utoipa::path(delete, path = "/datasets", tag = "datasets", responses((status = 200, description = "Every dataset the caller may delete is deleted", body = Object)))]
 pub async fn delete_all(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Value>> {
     state.engine().forget_everything(&user).await?;
     Ok(Json(Value::Null))
 }
 
 /// `DELETE /api/v1/datasets/{id}`.
+#[utoipa::path(delete, path = "/datasets/{dataset_id}", tag = "datasets", params(("dataset_id" = String, Path, description = "Dataset id")), responses((status = 200, description = "Deleted", body = Object), (status = 403, description = "No delete permission", body = Object)))]
 pub async fn delete_one(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -82,6 +86,7 @@ fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
 }
 
 /// `GET /api/v1/datasets/{id}/data?limit=&offset=`: data items, oldest first.
+#[utoipa::path(get, path = "/datasets/{dataset_id}/data", tag = "datasets", params(("dataset_id" = String, Path, description = "Dataset id"), ("limit" = Option<usize>, Query, description = "1–1000, default 100"), ("offset" = Option<usize>, Query, description = "0–1 000 000, default 0")), responses((status = 200, description = "Data items, oldest first", body = Vec<DataDto>), (status = 403, description = "No read permission", body = Object)))]
 pub async fn data(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -97,6 +102,7 @@ pub async fn data(
 }
 
 /// `GET /api/v1/datasets/{id}/data/count`.
+#[utoipa::path(get, path = "/datasets/{dataset_id}/data/count", tag = "datasets", params(("dataset_id" = String, Path, description = "Dataset id")), responses((status = 200, description = "The number of data items", body = Object)))]
 pub async fn data_count(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -108,6 +114,7 @@ pub async fn data_count(
 }
 
 /// `GET /api/v1/datasets/{id}/graph`: `{"nodes": [...], "edges": [...]}`.
+#[utoipa::path(get, path = "/datasets/{dataset_id}/graph", tag = "datasets", params(("dataset_id" = String, Path, description = "Dataset id")), responses((status = 200, description = "Nodes and edges", body = Object), (status = 403, description = "No read permission", body = Object)))]
 pub async fn graph(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -120,6 +127,7 @@ pub async fn graph(
 
 /// `GET /api/v1/datasets/status?dataset=&pipeline=`: each dataset's latest
 /// run status; flat for one pipeline, nested for several.
+#[utoipa::path(get, path = "/datasets/status", tag = "datasets", params(("dataset" = Option<Vec<String>>, Query, description = "Dataset ids (repeatable); none: every readable dataset"), ("pipeline" = Option<Vec<String>>, Query, description = "add_pipeline, cognify_pipeline (repeatable)")), responses((status = 200, description = "Latest run status per dataset", body = Object)))]
 pub async fn status(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -158,6 +166,7 @@ pub async fn status(
 /// `POST` (grant) or `DELETE` (revoke)
 /// `/api/v1/permissions/datasets/{principal_id}?permission_name=` with a JSON
 /// array of dataset ids; the caller needs `share` on every one.
+#[utoipa::path(method(post, delete), path = "/permissions/datasets/{principal_id}", tag = "permissions", params(("principal_id" = String, Path, description = "The user to grant to or revoke from"), ("permission_name" = String, Query, description = "read, write, delete or share")), request_body(content = Vec<String>, description = "Dataset ids"), responses((status = 200, description = "Granted (POST) or revoked (DELETE)", body = Object), (status = 403, description = "No share permission, or an unknown permission", body = Object), (status = 404, description = "Unknown principal", body = Object)))]
 pub async fn permission(
     method: Method,
     state: State<AppState>,

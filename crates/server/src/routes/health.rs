@@ -10,12 +10,14 @@ use serde_json::{json, Map, Value};
 use crate::AppState;
 
 /// `GET /`.
+#[utoipa::path(get, path = "/", tag = "health", responses((status = 200, description = "Alive", body = Object)))]
 pub async fn root() -> Json<Value> {
     Json(json!({"message": "Hello, World, I am alive!"}))
 }
 
 /// `GET /health`: 200 `{"status":"ready","health":"healthy","version"}`, or
 /// 503 `not ready` when a store does not answer.
+#[utoipa::path(get, path = "/health", tag = "health", security(()), responses((status = 200, description = "Every store answers", body = Object), (status = 503, description = "A store does not answer", body = Object)))]
 pub async fn health(State(state): State<AppState>) -> Response {
     let healthy = state.engine().component_health().await.iter().all(|c| c.outcome.is_ok());
     let version = &state.config().version;
@@ -31,6 +33,7 @@ pub async fn health(State(state): State<AppState>) -> Response {
 }
 
 /// `GET /health/detailed`: every component; 200 only when all are healthy.
+#[utoipa::path(get, path = "/health/detailed", tag = "health", security(()), responses((status = 200, description = "Every component healthy", body = Object), (status = 503, description = "A component is unhealthy", body = Object)))]
 pub async fn detailed(State(state): State<AppState>) -> Response {
     let components = state.engine().component_health().await;
     let healthy = components.iter().all(|c| c.outcome.is_ok());

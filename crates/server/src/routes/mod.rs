@@ -8,38 +8,45 @@ pub mod remember;
 pub mod visualize;
 
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
-use axum::Router;
 use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth;
 use crate::error::ApiError;
 use crate::AppState;
 
-/// Everything under `/api/v1`.
-pub fn api() -> Router<AppState> {
-    Router::new()
-        .route("/recall", post(query::recall).get(query::recall_history))
-        .route("/search", post(query::search).get(query::search_history))
-        .route("/remember", post(remember::remember))
-        .route("/forget", post(remember::forget))
-        .route("/add", post(pipelines::add))
-        .route("/cognify", post(pipelines::cognify))
-        .route("/datasets", get(datasets::list).post(datasets::create).delete(datasets::delete_all))
-        .route("/datasets/status", get(datasets::status))
-        .route("/datasets/{dataset_id}", delete(datasets::delete_one))
-        .route("/datasets/{dataset_id}/data", get(datasets::data))
-        .route("/datasets/{dataset_id}/data/count", get(datasets::data_count))
-        .route("/datasets/{dataset_id}/graph", get(datasets::graph))
-        .route("/permissions/datasets/{principal_id}", post(datasets::permission).delete(datasets::permission))
-        .route("/visualize", get(visualize::visualize))
-        .route("/auth/login", post(auth::login))
-        .route("/auth/logout", post(auth::logout))
-        .route("/auth/me", get(auth::me))
-        .route("/auth/register", post(auth::register))
-        .route("/auth/api-keys", post(auth::create_api_key).get(auth::list_api_keys))
-        .route("/auth/api-keys/{api_key_id}", delete(auth::revoke_api_key))
+/// Everything under `/api/v1`. Each route is registered with its OpenAPI
+/// description (`routes!` reads the handler's `#[utoipa::path]`), so the
+/// document cannot miss one.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(query::recall, query::recall_history))
+        .routes(routes!(query::search, query::search_history))
+        .routes(routes!(remember::remember))
+        .routes(routes!(remember::forget))
+        .routes(routes!(pipelines::add))
+        .routes(routes!(pipelines::cognify))
+        .routes(routes!(datasets::list, datasets::create, datasets::delete_all))
+        .routes(routes!(datasets::status))
+        .routes(routes!(datasets::delete_one))
+        .routes(routes!(datasets::data))
+        .routes(routes!(datasets::data_count))
+        .routes(routes!(datasets::graph))
+        .routes(routes!(datasets::permission))
+        .routes(routes!(visualize::visualize))
+        .routes(routes!(auth::login))
+        .routes(routes!(auth::logout))
+        .routes(routes!(auth::me))
+        .routes(routes!(auth::register))
+        .routes(routes!(auth::create_api_key, auth::list_api_keys))
+        .routes(routes!(auth::revoke_api_key))
+}
+
+/// The routes outside `/api/v1`: the root and health.
+pub fn outside_api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(health::root)).routes(routes!(health::health)).routes(routes!(health::detailed))
 }
 
 /// A UUID from a path or query parameter; anything else is a 400

@@ -32,6 +32,7 @@ fn missing(text: &str) -> ApiError {
 }
 
 /// `POST /api/v1/add` (form `datasetName`/`datasetId`, `data` files, `raw_data`).
+#[utoipa::path(post, path = "/add", tag = "remember", request_body(content((Object = "multipart/form-data"), (Object = "application/x-www-form-urlencoded")), description = "Form fields: datasetName or datasetId, data (files), raw_data"), responses((status = 200, description = "PipelineRunInfo", body = Object), (status = 400, description = "Bad form", body = Object)))]
 pub async fn add(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Json<Value>> {
     let target = form_dataset(&form)?.ok_or_else(|| missing("Either datasetId or datasetName must be provided."))?;
     let inputs = inputs(&form)?;
@@ -44,11 +45,12 @@ pub async fn add(State(state): State<AppState>, Caller(user): Caller, form: Form
 }
 
 /// `POST /api/v1/cognify`'s body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct CognifyBody {
     datasets: Option<Vec<String>>,
     #[serde(alias = "datasetIds")]
+    #[schema(value_type = Option<Vec<String>>)]
     dataset_ids: Option<Vec<DatasetId>>,
     #[serde(alias = "runInBackground")]
     run_in_background: bool,
@@ -56,6 +58,7 @@ pub struct CognifyBody {
 
 /// `POST /api/v1/cognify`: `{"<dataset id>": PipelineRunInfo}` per dataset.
 /// A `datasets` entry that is a UUID names a dataset by id (the SDK sends ids there).
+#[utoipa::path(post, path = "/cognify", tag = "remember", request_body = CognifyBody, responses((status = 200, description = "PipelineRunInfo per dataset id", body = Object), (status = 400, description = "No datasets given", body = Object), (status = 403, description = "No write permission", body = Object)))]
 pub async fn cognify(
     State(state): State<AppState>,
     Caller(user): Caller,

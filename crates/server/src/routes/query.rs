@@ -15,6 +15,7 @@ use crate::AppState;
 
 /// `POST /api/v1/recall`: a JSON array of results, or an event stream when
 /// negotiated.
+#[utoipa::path(post, path = "/recall", tag = "recall", request_body(content = Object, description = "RecallRequest (docs/requests.md): `query` required; camelCase or snake_case"), responses((status = 200, description = "The results, or an event stream when negotiated", content((Vec<Object> = "application/json"), (String = "text/event-stream"))), (status = 400, description = "Validation error", body = Object), (status = 403, description = "Permission denied", body = Object), (status = 404, description = "Dataset not found", body = Object), (status = 409, description = "Recall failed", body = Object), (status = 422, description = "Invalid request", body = Object)))]
 pub async fn recall(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -31,6 +32,7 @@ pub async fn recall(
 }
 
 /// `POST /api/v1/search`: Cognee's legacy result shapes.
+#[utoipa::path(post, path = "/search", tag = "search", request_body(content = Object, description = "SearchRequest (docs/requests.md): `query` required; default type HYBRID_COMPLETION"), responses((status = 200, description = "Cognee's legacy search results", body = Vec<Object>), (status = 400, description = "Validation error", body = Object), (status = 403, description = "Permission denied", body = Object), (status = 500, description = "Search failed", body = Object)))]
 pub async fn search(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -42,6 +44,7 @@ pub async fn search(
 }
 
 /// `GET /api/v1/recall`: the caller's questions and answers, oldest first.
+#[utoipa::path(get, path = "/recall", tag = "recall", responses((status = 200, description = "The caller's questions and answers, oldest first", body = Vec<HistoryEntry>)))]
 pub async fn recall_history(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<HistoryEntry>>> {
     history(&state, &user).await.map_err(|e| {
         tracing::error!(error = %e, "recall history failed");
@@ -50,6 +53,7 @@ pub async fn recall_history(State(state): State<AppState>, Caller(user): Caller)
 }
 
 /// `GET /api/v1/search`: the same history.
+#[utoipa::path(get, path = "/search", tag = "search", responses((status = 200, description = "The caller's questions and answers, oldest first", body = Vec<HistoryEntry>)))]
 pub async fn search_history(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<HistoryEntry>>> {
     history(&state, &user).await.map_err(|e| ApiError::Http {
         status: StatusCode::INTERNAL_SERVER_ERROR,

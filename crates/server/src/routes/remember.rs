@@ -59,6 +59,7 @@ pub(super) fn form_dataset(form: &FormData) -> ApiResult<Option<DatasetRef>> {
 }
 
 /// `POST /api/v1/remember`.
+#[utoipa::path(post, path = "/remember", tag = "remember", request_body(content((Object = "multipart/form-data"), (Object = "application/x-www-form-urlencoded")), description = "Form fields: datasetName or datasetId, data (files), raw_data, run_in_background, chunk_size, …"), responses((status = 200, description = "Completed, or running in the background", body = Object), (status = 400, description = "Bad form", body = Object), (status = 409, description = "The run failed", body = Object), (status = 415, description = "Not a UTF-8 text file", body = Object), (status = 501, description = "Not available yet (session_id, content_type)", body = Object)))]
 pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Response> {
     let started = Instant::now();
     let target =
@@ -161,13 +162,14 @@ fn remember_error(e: RecallError, target: &DatasetRef, user: &User) -> ApiError 
 }
 
 /// `POST /api/v1/forget`'s body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct ForgetBody {
     #[serde(alias = "dataId")]
     data_id: Option<Uuid>,
     dataset: Option<String>,
     #[serde(alias = "datasetId")]
+    #[schema(value_type = Option<String>, format = Uuid)]
     dataset_id: Option<DatasetId>,
     everything: bool,
     #[serde(alias = "memoryOnly")]
@@ -182,6 +184,7 @@ fn bad_combination() -> ApiError {
 }
 
 /// `POST /api/v1/forget`: a document, a dataset, or everything the caller may delete.
+#[utoipa::path(post, path = "/forget", tag = "remember", request_body = ForgetBody, responses((status = 200, description = "Deleted", body = Object), (status = 403, description = "No delete permission", body = Object), (status = 404, description = "Dataset not found", body = Object), (status = 422, description = "A bad combination of fields", body = Object)))]
 pub async fn forget(
     State(state): State<AppState>,
     Caller(user): Caller,

@@ -34,6 +34,7 @@ fn bounded(query: &[(String, String)], name: &str, default: usize, max: usize) -
 }
 
 /// `GET /api/v1/visualize`.
+#[utoipa::path(get, path = "/visualize", tag = "datasets", params(("dataset_id" = String, Query, description = "Dataset id"), ("full" = Option<bool>, Query, description = "The whole graph (up to 5 000 nodes)"), ("max_nodes" = Option<usize>, Query, description = "1–5000, default 500"), ("neighborhood_depth" = Option<usize>, Query, description = "1–10, default 2"), ("neighborhood_seed_top_k" = Option<usize>, Query, description = "1–100, default 10"), ("seed_node_ids" = Option<Vec<String>>, Query, description = "Seed node ids (repeatable)")), responses((status = 200, description = "A self-contained HTML page", content_type = "text/html"), (status = 400, description = "Missing dataset_id", body = Object), (status = 403, description = "No read permission", body = Object)))]
 pub async fn visualize(
     State(state): State<AppState>,
     Caller(user): Caller,
