@@ -8,6 +8,9 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use recall_core::ports::LlmClient;
 use recall_engine::{Engine, EngineConfig};
 use recall_server::{AppState, AuthPosture, ServerConfig};
 use reqwest::{Client, StatusCode};
@@ -28,10 +31,15 @@ struct Server {
 
 impl Server {
     async fn start(configure: impl FnOnce(&mut ServerConfig)) -> Server {
+        Self::start_with(None, configure).await
+    }
+
+    /// A server whose engine answers with this LLM.
+    async fn start_with(llm: Option<Arc<dyn LlmClient>>, configure: impl FnOnce(&mut ServerConfig)) -> Server {
         let raw = tempfile::tempdir().unwrap();
         let config =
             EngineConfig { chunk_size: 40, raw_data_dir: Some(raw.path().to_path_buf()), ..Default::default() };
-        let engine = common::offline_builder(config, 64).build().unwrap();
+        let engine = common::offline_builder(config, 64).llm(llm).build().unwrap();
         let mut config = ServerConfig::new(common::DEFAULT_USER);
         config.default_user_password = Some(PASSWORD.into());
         configure(&mut config);
@@ -852,5 +860,44 @@ async fn the_openapi_document_lists_every_route() {
     let docs = client.get(server.url("/docs/")).send().await.unwrap();
     assert_eq!(docs.status(), 200);
     assert!(docs.text().await.unwrap().contains("swagger"), "the interactive docs page");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn answer_tokens_stream_as_delta_frames() {
+    use common::fake_llm::{fake_llm, Seen, TOKENS};
+    let seen = Arc::new(Seen::default());
+    let chat = recall_openai::OpenAiChat::new(recall_openai::OpenAiConfig::new(
+        fake_llm(seen.clone()).await,
+        "gpt-test",
+        Some("sk".into()),
+    ))
+    .unwrap();
+    let server = Server::start_with(Some(Arc::new(chat)), |c| c.answer_streaming = true).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    remember_texts(&client, &server, &key, "bees", &["Honeybees share directions with the waggle dance."]).await;
+    let response = client
+        .post(server.url("/api/v1/recall"))
+        .header("X-Api-Key", &key)
+        .header("Accept", "text/event-stream")
+        .json(&json!({"query": "How do bees share directions?", "searchType": "RAG_COMPLETION", "datasets": ["bees"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let frames = frames(&response.text().await.unwrap());
+    let names: Vec<&str> = frames.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names, ["stage", "stage", "delta", "delta", "delta", "answer_done", "final"], "{frames:?}");
+    assert_eq!(frames[1].1, json!({"stage": "generating"}));
+    let streamed: String =
+        frames.iter().filter(|(e, _)| e == "delta").map(|(_, d)| d["text"].as_str().unwrap()).collect();
+    assert_eq!(streamed, TOKENS.concat());
+    assert!(frames[6].1["results"][0]["text"].as_str().unwrap().starts_with(&TOKENS.concat()), "{:?}", frames[6]);
+    assert_eq!(
+        seen.streamed.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the answer came through the streaming call"
+    );
     server.stop().await;
 }

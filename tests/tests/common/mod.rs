@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+pub mod fake_llm;
+
 use recall_core::ports::RelationalPorts;
 use recall_core::User;
 use recall_engine::extract::{ExtractiveSummarizer, RuleBasedExtractor};
