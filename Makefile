@@ -9,7 +9,7 @@ DATA_DIR ?= .recall-demo
 # Small chunks, so the demo shows chunk-level hits in short documents.
 RECALL = RECALL_CHUNK_SIZE=40 $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
 
-.PHONY: run test build deps lint fmt clean-demo bench
+.PHONY: run test build deps lint fmt clean-demo bench bench-http
 
 # LanceDB's build needs protoc.
 deps:
@@ -64,3 +64,11 @@ clean-demo:
 # Benchmarks build release (a cold release build takes 40–75 minutes on 2 cores).
 bench: deps
 	$(CARGO) run --release -p recall --bin recall-bench -- --chunks 2400 --queries 200
+
+# The HTTP server under load (recall serve, separate process, loopback, keep-alive)
+# on a 10k-chunk store, built once and kept in BENCH_DIR.
+BENCH_DIR ?= /var/tmp/recall-bench-10k
+bench-http: deps
+	$(CARGO) build --release -p recall --bin recall --bin recall-bench --bin recall-http-bench
+	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
+	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR) --seconds 10
