@@ -1,5 +1,6 @@
 //! The routes, one module per router of Cognee's API (docs/http.md).
 
+pub mod auth;
 pub mod datasets;
 pub mod health;
 pub mod pipelines;
@@ -13,7 +14,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::auth;
 use crate::error::ApiError;
 use crate::AppState;
 
