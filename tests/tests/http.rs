@@ -108,7 +108,7 @@ async fn health_root_and_unknown_routes() {
     assert_eq!((status, &body["status"], &body["health"]), (StatusCode::OK, &json!("ready"), &json!("healthy")));
     let (status, body) = json_of(client.get(server.url("/health/detailed")).send().await.unwrap()).await;
     assert_eq!(status, 200);
-    for component in ["relational_db", "vector_db", "graph_db"] {
+    for component in ["relational_db", "vector_db", "graph_db", "embedding_service"] {
         assert_eq!(body["components"][component]["status"], json!("healthy"), "{body}");
     }
     let (_, body) = json_of(client.get(server.url("/")).send().await.unwrap()).await;

@@ -32,10 +32,11 @@ pub async fn health(State(state): State<AppState>) -> Response {
     }
 }
 
-/// `GET /health/detailed`: every component; 200 only when all are healthy.
-#[utoipa::path(get, path = "/health/detailed", tag = "health", security(()), responses((status = 200, description = "Every component healthy", body = Object), (status = 503, description = "A component is unhealthy", body = Object)))]
+/// `GET /health/detailed`: every store (critical) and the embedding model
+/// (non-critical: its failure is `degraded`); 200 only when all are healthy.
+#[utoipa::path(get, path = "/health/detailed", tag = "health", security(()), responses((status = 200, description = "Every component healthy", body = Object), (status = 503, description = "A store is unhealthy, or the embedding model degraded", body = Object)))]
 pub async fn detailed(State(state): State<AppState>) -> Response {
-    let components = state.engine().component_health().await;
+    let (components, embedding) = tokio::join!(state.engine().component_health(), embedding_check(&state));
     let healthy = components.iter().all(|c| c.outcome.is_ok());
     let mut listed = Map::new();
     for c in components {
@@ -48,13 +49,37 @@ pub async fn detailed(State(state): State<AppState>) -> Response {
             json!({"status": status, "provider": provider, "response_time_ms": c.elapsed.as_millis() as u64, "details": details}),
         );
     }
+    let embedding_ok = embedding.get("status") == Some(&json!("healthy"));
+    listed.insert("embedding_service".into(), embedding);
+    let status = match (healthy, embedding_ok) {
+        (true, true) => "healthy",
+        (true, false) => "degraded",
+        (false, _) => "unhealthy",
+    };
     let body = json!({
-        "status": if healthy { "healthy" } else { "unhealthy" },
+        "status": status,
         "timestamp": chrono::Utc::now().to_rfc3339(),
         "version": state.config().version,
         "uptime": state.uptime().as_secs(),
         "components": listed,
     });
-    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(body)).into_response()
+    let code = if status == "healthy" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(body)).into_response()
+}
+
+/// One real embedding call.
+async fn embedding_check(state: &AppState) -> Value {
+    let embedder = state.engine().embedder();
+    let started = std::time::Instant::now();
+    let outcome = embedder.embed(&["health check".to_string()]).await;
+    let ms = started.elapsed().as_millis() as u64;
+    let failed = |why: String| json!({"status": "degraded", "provider": "unknown", "response_time_ms": ms, "details": format!("Embedding test failed: {why}")});
+    match outcome {
+        Ok(v) if v.first().is_some_and(|e| e.len() == embedder.dimensions()) => json!({
+            "status": "healthy", "provider": embedder.model(), "response_time_ms": ms,
+            "details": "Embedding generation working"
+        }),
+        Ok(_) => failed("the model answered with the wrong width".into()),
+        Err(e) => failed(e.to_string()),
+    }
 }
