@@ -86,7 +86,11 @@ pub async fn cognify(
                 dataset.id.to_string(),
                 run_info("PipelineRunStarted", Uuid::nil(), dataset.id, &dataset.name, &[]),
             );
-            state.spawn_background(cognify_in_background(engine, user, dataset.id));
+            state.spawn_background(async move {
+                if let Err(e) = engine.cognify(&user, DatasetRef::Id(dataset.id), &NoProgress).await {
+                    tracing::error!(error = %e, dataset = %dataset.id, "background cognify failed");
+                }
+            });
         }
         return Ok(Json(Value::Object(out)));
     }
@@ -98,16 +102,4 @@ pub async fn cognify(
         );
     }
     Ok(Json(Value::Object(out)))
-}
-
-fn cognify_in_background(
-    engine: recall_engine::Engine,
-    user: recall_core::User,
-    dataset: DatasetId,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        if let Err(e) = engine.cognify(&user, DatasetRef::Id(dataset), &NoProgress).await {
-            tracing::error!(error = %e, %dataset, "background cognify failed");
-        }
-    })
 }

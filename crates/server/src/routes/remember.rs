@@ -106,7 +106,11 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
             "status": "running", "dataset_name": dataset.name, "dataset_id": dataset.id,
             "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": null
         });
-        state.spawn_background(remember_in_background(engine, user, dataset.id, inputs));
+        state.spawn_background(async move {
+            if let Err(e) = engine.remember(&user, DatasetRef::Id(dataset.id), &inputs).await {
+                tracing::error!(error = %e, dataset = %dataset.id, "background remember failed");
+            }
+        });
         return Ok(Json(body).into_response());
     }
 
@@ -114,20 +118,6 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
         Ok(outcome) => Ok(Json(completed(&outcome, started)).into_response()),
         Err(e) => Err(remember_error(e, &target, &user)),
     }
-}
-
-/// A remember that outlives its request; its pipeline run records how it went.
-fn remember_in_background(
-    engine: recall_engine::Engine,
-    user: User,
-    dataset: DatasetId,
-    inputs: Vec<RememberInput>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(async move {
-        if let Err(e) = engine.remember(&user, DatasetRef::Id(dataset), &inputs).await {
-            tracing::error!(error = %e, %dataset, "background remember failed");
-        }
-    })
 }
 
 fn completed(outcome: &RememberOutcome, started: Instant) -> Value {
