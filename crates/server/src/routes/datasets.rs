@@ -12,7 +12,7 @@ use recall_core::{DatasetId, DatasetRef, Permission};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{parse_dataset_id, parse_uuid};
+use super::{parse_dataset_id, parse_uuid, query_int, query_pairs, DatasetPath};
 use crate::auth::Caller;
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
@@ -60,29 +60,10 @@ pub async fn delete_all(State(state): State<AppState>, Caller(user): Caller) -> 
 pub async fn delete_one(
     State(state): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    DatasetPath(id): DatasetPath,
 ) -> ApiResult<Json<Value>> {
-    let id = parse_dataset_id(&id, "dataset_id")?;
     state.engine().forget_dataset(&user, DatasetRef::Id(id)).await?;
     Ok(Json(Value::Null))
-}
-
-/// `limit` and `offset` of the data listing, bounded as Cognee bounds them.
-fn bounded(query: &[(String, String)], name: &str, default: usize, min: usize, max: usize) -> ApiResult<usize> {
-    let Some((_, raw)) = query.iter().find(|(k, _)| k == name) else { return Ok(default) };
-    match raw.trim().parse::<usize>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::invalid(
-            "int_parsing",
-            vec![json!("query"), json!(name)],
-            format!("Input should be an integer from {min} to {max}"),
-            json!(raw),
-        )),
-    }
-}
-
-fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
-    form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect()
 }
 
 /// `GET /api/v1/datasets/{id}/data?limit=&offset=`: data items, oldest first.
@@ -90,13 +71,12 @@ fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
 pub async fn data(
     State(state): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    DatasetPath(id): DatasetPath,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<DataDto>>> {
-    let id = parse_dataset_id(&id, "dataset_id")?;
     let query = query_pairs(raw.as_deref());
-    let limit = bounded(&query, "limit", 100, 1, 1000)?;
-    let offset = bounded(&query, "offset", 0, 0, 1_000_000)?;
+    let limit = query_int(&query, "limit", 100, 1..=1000)?;
+    let offset = query_int(&query, "offset", 0, 0..=1_000_000)?;
     let (_, items) = state.engine().dataset_data(&user, id, limit, offset).await?;
     Ok(Json(items.iter().map(DataDto::from).collect()))
 }
@@ -106,9 +86,8 @@ pub async fn data(
 pub async fn data_count(
     State(state): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    DatasetPath(id): DatasetPath,
 ) -> ApiResult<Json<Value>> {
-    let id = parse_dataset_id(&id, "dataset_id")?;
     let count = state.engine().dataset_data_count(&user, id).await?;
     Ok(Json(json!({"count": count})))
 }
@@ -118,9 +97,8 @@ pub async fn data_count(
 pub async fn graph(
     State(state): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    DatasetPath(id): DatasetPath,
 ) -> ApiResult<Json<Value>> {
-    let id = parse_dataset_id(&id, "dataset_id")?;
     let (_, graph) = state.engine().dataset_graph(&user, DatasetRef::Id(id)).await?;
     Ok(Json(graph_dto(&graph)))
 }

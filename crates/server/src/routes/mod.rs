@@ -8,6 +8,10 @@ pub mod query;
 pub mod remember;
 pub mod visualize;
 
+use std::ops::RangeInclusive;
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
@@ -65,6 +69,45 @@ pub fn parse_uuid(raw: &str, name: &str) -> Result<Uuid, ApiError> {
 /// A dataset id from a path or query parameter.
 pub fn parse_dataset_id(raw: &str, name: &str) -> Result<recall_core::DatasetId, ApiError> {
     parse_uuid(raw, name).map(recall_core::DatasetId)
+}
+
+/// The `{dataset_id}` of a path, parsed (a bad id is a 400 validation error).
+pub struct DatasetPath(pub recall_core::DatasetId);
+
+impl<S: Send + Sync> FromRequestParts<S> for DatasetPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::detail(e.status(), e.body_text()))?;
+        parse_dataset_id(&raw, "dataset_id").map(DatasetPath)
+    }
+}
+
+/// A query string's pairs, in order (repeated names kept).
+pub fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect()
+}
+
+/// An integer query parameter within `range` (`default` when absent);
+/// anything else is a 400 validation error.
+pub fn query_int(
+    query: &[(String, String)],
+    name: &str,
+    default: usize,
+    range: RangeInclusive<usize>,
+) -> Result<usize, ApiError> {
+    let Some((_, raw)) = query.iter().find(|(k, _)| k == name) else { return Ok(default) };
+    match raw.trim().parse::<usize>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(ApiError::invalid(
+            "int_parsing",
+            vec![json!("query"), json!(name)],
+            format!("Input should be an integer from {} to {}", range.start(), range.end()),
+            json!(raw),
+        )),
+    }
 }
 
 /// `{"detail": "Not Found"}` for an unknown path.

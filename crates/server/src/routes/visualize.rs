@@ -9,7 +9,7 @@ use recall_api::{bounded_subgraph, graph_dto};
 use recall_core::DatasetRef;
 use serde_json::{json, Value};
 
-use super::{parse_dataset_id, parse_uuid};
+use super::{parse_dataset_id, parse_uuid, query_int, query_pairs};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -20,19 +20,6 @@ const SCRIPT: &str = include_str!("../../assets/graph.js");
 /// The largest graph the page draws.
 const MAX_NODES: usize = 5000;
 
-fn bounded(query: &[(String, String)], name: &str, default: usize, max: usize) -> ApiResult<usize> {
-    let Some((_, raw)) = query.iter().find(|(k, _)| k == name) else { return Ok(default) };
-    match raw.trim().parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::invalid(
-            "int_parsing",
-            vec![json!("query"), json!(name)],
-            format!("Input should be an integer from 1 to {max}"),
-            json!(raw),
-        )),
-    }
-}
-
 /// `GET /api/v1/visualize`.
 #[utoipa::path(get, path = "/visualize", tag = "datasets", params(("dataset_id" = String, Query, description = "Dataset id"), ("full" = Option<bool>, Query, description = "The whole graph (up to 5 000 nodes)"), ("max_nodes" = Option<usize>, Query, description = "1–5000, default 500"), ("neighborhood_depth" = Option<usize>, Query, description = "1–10, default 2"), ("neighborhood_seed_top_k" = Option<usize>, Query, description = "1–100, default 10"), ("seed_node_ids" = Option<Vec<String>>, Query, description = "Seed node ids (repeatable)")), responses((status = 200, description = "A self-contained HTML page", content_type = "text/html"), (status = 400, description = "Missing dataset_id", body = Object), (status = 403, description = "No read permission", body = Object)))]
 pub async fn visualize(
@@ -40,17 +27,16 @@ pub async fn visualize(
     Caller(user): Caller,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
-    let query: Vec<(String, String)> =
-        form_urlencoded::parse(raw.unwrap_or_default().as_bytes()).into_owned().collect();
+    let query = query_pairs(raw.as_deref());
     let value = |name: &str| query.iter().find(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str());
     let dataset = value("dataset_id").ok_or_else(|| {
         ApiError::invalid("missing", vec![json!("query"), json!("dataset_id")], "Field required", Value::Null)
     })?;
     let dataset = parse_dataset_id(dataset, "dataset_id")?;
     let full = value("full").is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on"));
-    let max_nodes = bounded(&query, "max_nodes", if full { MAX_NODES } else { 500 }, MAX_NODES)?;
-    let depth = bounded(&query, "neighborhood_depth", 2, 10)?;
-    let seed_top_k = bounded(&query, "neighborhood_seed_top_k", 10, 100)?;
+    let max_nodes = query_int(&query, "max_nodes", if full { MAX_NODES } else { 500 }, 1..=MAX_NODES)?;
+    let depth = query_int(&query, "neighborhood_depth", 2, 1..=10)?;
+    let seed_top_k = query_int(&query, "neighborhood_seed_top_k", 10, 1..=100)?;
     let seeds = query
         .iter()
         .filter(|(k, v)| k == "seed_node_ids" && !v.is_empty())
