@@ -5,7 +5,7 @@ use std::time::Duration;
 use recall_core::{RecallError, Result};
 use recall_server::{AppState, AuthPosture, ServerConfig, TokenConfig};
 
-use crate::{build_engine, OpenMode, Settings};
+use crate::{build_engine, caller, OpenMode, Settings};
 
 /// An env flag as Cognee reads its posture switches: true only when it
 /// says `true`; `None` when not given (or blank).
@@ -24,7 +24,7 @@ fn access_control_given(settings: &Settings) -> Option<bool> {
 
 /// The server's settings.
 pub fn server_config(settings: &Settings) -> Result<ServerConfig> {
-    let mut config = ServerConfig::new(settings.default_user_email.trim());
+    let mut config = ServerConfig::new();
     config.posture =
         AuthPosture::resolve(access_control_given(settings), given(settings.require_authentication.as_deref()));
     let secret = settings.fastapi_users_jwt_secret.expose().trim();
@@ -54,7 +54,10 @@ pub fn server_config(settings: &Settings) -> Result<ServerConfig> {
 pub async fn serve(settings: &Settings, host: Option<&str>, port: Option<u16>) -> Result<()> {
     let config = server_config(settings)?;
     let (engine, _) = build_engine(settings, OpenMode::Create).await?;
-    let state = AppState::prepare(engine, config).await?;
+    let default_user = caller(&engine, settings, None, true)
+        .await?
+        .ok_or_else(|| RecallError::backend_msg("the default user could not be created"))?;
+    let state = AppState::prepare(engine, config, default_user).await?;
     let host = host.unwrap_or(settings.http_api_host.trim());
     let port = port.unwrap_or(settings.http_api_port);
     let listener = tokio::net::TcpListener::bind((host, port))

@@ -40,10 +40,10 @@ impl Server {
         let config =
             EngineConfig { chunk_size: 40, raw_data_dir: Some(raw.path().to_path_buf()), ..Default::default() };
         let engine = common::offline_builder(config, 64).llm(llm).build().unwrap();
-        let mut config = ServerConfig::new(common::DEFAULT_USER);
+        let mut config = ServerConfig::new();
         config.default_user_password = Some(PASSWORD.into());
         configure(&mut config);
-        let state = AppState::prepare(engine.clone(), config).await.unwrap();
+        let state = AppState::prepare(engine.clone(), config, common::me(&engine).await).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -5,8 +5,11 @@
 //!
 //! ```no_run
 //! # async fn run(engine: recall_engine::Engine) -> std::io::Result<()> {
-//! let config = recall_server::ServerConfig::new("default_user@example.com");
-//! let state = recall_server::AppState::prepare(engine, config).await.map_err(std::io::Error::other)?;
+//! // The front end decides who unauthenticated requests act for.
+//! let default_user = engine.relational().users.ensure_user("default_user@example.com").await.map_err(std::io::Error::other)?;
+//! let state = recall_server::AppState::prepare(engine, recall_server::ServerConfig::new(), default_user)
+//!     .await
+//!     .map_err(std::io::Error::other)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
 //! recall_server::serve(listener, state, recall_server::shutdown_signal()).await
 //! # }
@@ -48,8 +51,6 @@ pub struct ServerConfig {
     /// Whether requests must authenticate.
     pub posture: AuthPosture,
     pub tokens: TokenConfig,
-    /// The user unauthenticated requests act for when authentication is off.
-    pub default_user_email: String,
     /// `DEFAULT_USER_PASSWORD`: makes the default user loginable (set once,
     /// never overwritten).
     pub default_user_password: Option<String>,
@@ -68,10 +69,16 @@ pub struct ServerConfig {
     pub version: String,
 }
 
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ServerConfig {
     /// Cognee's defaults: authentication required, a random token secret,
     /// CORS for `http://localhost:3000`.
-    pub fn new(default_user_email: impl Into<String>) -> Self {
+    pub fn new() -> Self {
         Self {
             posture: AuthPosture::resolve(None, None),
             tokens: TokenConfig {
@@ -80,7 +87,6 @@ impl ServerConfig {
                 cookie_name: "auth_token".into(),
                 cookie_domain: None,
             },
-            default_user_email: default_user_email.into(),
             default_user_password: None,
             cors_origins: vec!["http://localhost:3000".into()],
             body_limit: 100 * 1024 * 1024,
@@ -107,11 +113,10 @@ struct Inner {
 }
 
 impl AppState {
-    /// Makes sure the default user exists (and gives it
-    /// `DEFAULT_USER_PASSWORD` when it has no password yet).
-    pub async fn prepare(engine: Engine, config: ServerConfig) -> Result<Self, RecallError> {
-        recall_engine::credentials::validate_email(&config.default_user_email)?;
-        let default_user = engine.relational().users.ensure_user(&config.default_user_email).await?;
+    /// The state for serving `engine`. `default_user` (resolved by the
+    /// composition crate) is who requests act for when authentication is
+    /// off; it gets `DEFAULT_USER_PASSWORD` when it has no password yet.
+    pub async fn prepare(engine: Engine, config: ServerConfig, default_user: User) -> Result<Self, RecallError> {
         if let Some(password) = config.default_user_password.as_deref().filter(|p| !p.is_empty()) {
             if engine.password_stamp(&default_user).await?.is_none() {
                 engine.set_password(&default_user, password).await?;
