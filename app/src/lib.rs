@@ -12,7 +12,7 @@ use recall_core::{RecallError, Result, User};
 use recall_engine::{Engine, EngineBuilder, EngineConfig};
 use recall_memory::HashingEmbedder;
 use recall_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
-use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore};
+use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore, SqlSessionStore};
 
 pub use settings::{Overrides, Settings};
 
@@ -108,7 +108,13 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
         llm: llm.as_ref().map(|l| l.model()),
     };
     let raw_dir = settings.data_dir.join("raw");
-    let engine = EngineBuilder::new(relational, graph, vectors, embedder)
+    let mut builder = EngineBuilder::new(relational, graph, vectors, embedder);
+    if let Some(config) = settings.session_config()? {
+        // Session memory lives in the relational database, beside the history.
+        let store = Arc::new(SqlSessionStore::new(db.clone()));
+        builder = builder.sessions(Arc::new(recall_sessions::Sessions::new(store, config)));
+    }
+    let engine = builder
         .llm(llm)
         .config(EngineConfig {
             chunk_size: settings.chunk_size,

@@ -12,6 +12,8 @@ use recall_core::{
 use recall_engine::{Engine, RecallRequest, RememberInput, RememberProgress, SearchRequest};
 use uuid::Uuid;
 
+mod session_cmd;
+
 /// mimalloc: a search allocates and frees many small rows and JSON values
 /// across threads, where it is markedly cheaper than the system allocator.
 #[global_allocator]
@@ -109,6 +111,10 @@ enum Command {
     Share(ShareArgs),
     /// Take a permission on a dataset away from another user (you need `share` on it).
     Unshare(ShareArgs),
+    /// Session memory (docs/sessions.md): list sessions, show their turns,
+    /// rate answers, read the guidance, delete a session.
+    #[command(subcommand)]
+    Session(session_cmd::SessionCommand),
     /// Users: create one, set a password (docs/auth.md).
     #[command(subcommand)]
     User(UserCommand),
@@ -416,6 +422,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Search(args) => legacy_search(who, args.search_request()?).await,
         #[cfg(feature = "server")]
         Command::Serve { host, port } => recall::serve::serve(&settings, host.as_deref(), port).await,
+        Command::Session(command) => session_cmd::run(who.reader().await?, command).await,
         Command::History { json } => {
             let rows = match who.reader().await? {
                 Some((engine, user)) => engine.search_history(&user).await?,
@@ -879,7 +886,7 @@ fn print_human(n: usize, r: &RecallResponse) {
     }
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let s = serde_json::to_string_pretty(value).map_err(|e| RecallError::backend_msg(e.to_string()))?;
     println!("{s}");
     Ok(())

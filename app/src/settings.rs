@@ -43,6 +43,10 @@ const COGNEE_VARS: &[&str] = &[
     "LLM_ANSWER_STREAMING",
     "HTTP_API_HOST",
     "HTTP_API_PORT",
+    "CACHING",
+    "SESSION_TTL_SECONDS",
+    "CACHE_PURGE_INTERVAL_SECONDS",
+    "SESSION_HISTORY_LAST_N",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -138,6 +142,15 @@ pub struct Settings {
     pub max_body_mb: usize,
     /// Seconds a request may run before the server answers 408.
     pub request_timeout_seconds: u64,
+    /// CACHING: keep session memory (on unless false, 0 or no).
+    #[serde(deserialize_with = "on_unless_off")]
+    pub caching: bool,
+    /// SESSION_TTL_SECONDS: a session's life after its last write (0: forever).
+    pub session_ttl_seconds: u64,
+    /// CACHE_PURGE_INTERVAL_SECONDS: the least time between sweeps of expired rows.
+    pub cache_purge_interval_seconds: u64,
+    /// SESSION_HISTORY_LAST_N (≥ 1): recent turns a completion carries.
+    pub session_history_last_n: usize,
 }
 
 /// Values given on the command line, which win over everything.
@@ -265,6 +278,22 @@ impl Settings {
         if let Ok(joined) = std::env::join_paths(dirs) {
             self.prompt_dirs = joined.to_string_lossy().into_owned();
         }
+    }
+
+    /// The session-memory settings, checked; `None` with caching off.
+    pub fn session_config(&self) -> Result<Option<recall_sessions::SessionConfig>> {
+        if !self.caching {
+            return Ok(None);
+        }
+        if self.session_history_last_n == 0 {
+            return Err(RecallError::invalid_input("session_history_last_n must be at least 1"));
+        }
+        let seconds = std::time::Duration::from_secs;
+        Ok(Some(recall_sessions::SessionConfig {
+            ttl: Some(seconds(self.session_ttl_seconds)).filter(|t| !t.is_zero()),
+            history_last_n: self.session_history_last_n,
+            purge_interval: seconds(self.cache_purge_interval_seconds),
+        }))
     }
 
     /// The dataset-routing settings, checked.

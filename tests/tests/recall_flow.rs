@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! recall()'s decisions end to end on the in-memory stack: the warm-up
-//! marker, scopes and lanes (with a fake session port), and the retry-once
+//! marker, scopes and lanes (with real in-memory session memory), and the retry-once
 //! rule for routed guesses (against a fake OpenAI-compatible server).
 
 mod common;
@@ -12,14 +12,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use axum::routing::post;
 use axum::{Json, Router};
-use recall_core::ports::{GraphExtractor, RelationalPorts, SessionLanes};
-use recall_core::{
-    KnowledgeGraph, RecallError, RecallResponse, ResponseAgentTraceEntry, ResponseQAEntry, ResponseSessionContextEntry,
-    Result, SearchType, User,
-};
+use recall_core::ports::{GraphExtractor, RelationalPorts};
+use recall_core::session::{SessionEntry, SessionMemory};
+use recall_core::{KnowledgeGraph, RecallError, RecallResponse, Result, SearchType};
 use recall_engine::{Engine, EngineBuilder, EngineConfig, RecallRequest, RememberInput};
-use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemorySessionStore, MemoryVectorStore};
 use recall_openai::{OpenAiChat, OpenAiConfig};
+use recall_sessions::guidance::Profile;
+use recall_sessions::{SessionConfig, Sessions};
 use serde_json::{json, Value};
 
 const USER: &str = "default_user@example.com";
@@ -108,69 +108,32 @@ async fn a_built_graph_is_warm() {
     assert!(results.iter().all(|r| r.source() == "graph"));
 }
 
-/// Session memory that knows one QA turn about bees.
-struct FakeSessions;
-
-#[async_trait]
-impl SessionLanes for FakeSessions {
-    async fn search_qa(
-        &self,
-        _u: &User,
-        session: &str,
-        query: &str,
-        _k: Option<usize>,
-    ) -> Result<Vec<ResponseQAEntry>> {
-        if !query.contains("bees") {
-            return Ok(vec![]);
-        }
-        Ok(vec![ResponseQAEntry {
-            time: "2026-11-30T00:00:00Z".into(),
-            question: "How do bees talk?".into(),
-            context: String::new(),
-            answer: format!("They dance ({session})."),
-            qa_id: "qa-1".into(),
-            feedback_text: None,
-            feedback_score: None,
-            used_graph_element_ids: None,
-            memify_metadata: None,
-            used_session_context_ids: None,
-        }])
-    }
-    async fn search_traces(
-        &self,
-        _u: &User,
-        _s: &str,
-        _q: &str,
-        _k: Option<usize>,
-    ) -> Result<Vec<ResponseAgentTraceEntry>> {
-        Ok(vec![])
-    }
-    async fn session_context(
-        &self,
-        _u: &User,
-        _s: &str,
-        _q: &str,
-        profile: &str,
-    ) -> Result<Vec<ResponseSessionContextEntry>> {
-        Ok(vec![ResponseSessionContextEntry {
-            content: "Prefer short answers.".into(),
-            context_profile: profile.into(),
-        }])
-    }
+/// Real session memory (in memory) holding one QA turn about bees and one
+/// preference, in session "s1".
+async fn seed_bee_session(engine: &Engine, sessions: &Sessions) {
+    let user = me(engine).await;
+    let turn = serde_json::from_value::<SessionEntry>(
+        json!({"type": "qa", "question": "How do bees talk?", "answer": "They dance."}),
+    )
+    .unwrap();
+    sessions.remember_entry(&user, "s1", None, turn).await.unwrap();
+    sessions.add_guidance(&user, "s1", Profile::Qa, "preferences", "Prefer short answers.", 0.9).await.unwrap();
 }
 
 #[tokio::test]
 async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
-    let engine = offline_builder(EngineConfig::default(), 64).sessions(Arc::new(FakeSessions)).build().unwrap();
+    let sessions = Arc::new(Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default()));
+    let engine = offline_builder(EngineConfig::default(), 64).sessions(sessions.clone()).build().unwrap();
+    seed_bee_session(&engine, &sessions).await;
     remembered(&engine).await;
     let sources = |r: &[RecallResponse]| r.iter().map(|x| x.source()).collect::<Vec<_>>();
 
     // auto + session id + no datasets: a session hit skips the graph.
     let r = engine.recall(&me(&engine).await, &RecallRequest::new("how do bees talk").session_id("s1")).await.unwrap();
     assert_eq!(sources(&r), vec!["session"]);
-    assert_eq!(r[0].text(), "They dance (s1).");
+    assert_eq!(r[0].text(), "They dance.");
     // No session hit: the graph answers.
-    let r = engine.recall(&me(&engine).await, &RecallRequest::new("waggle dance").session_id("s1")).await.unwrap();
+    let r = engine.recall(&me(&engine).await, &RecallRequest::new("waggle directions").session_id("s1")).await.unwrap();
     assert!(!r.is_empty() && r.iter().all(|x| x.source() == "graph"));
     // With datasets both contribute, session first.
     let r = engine
@@ -188,6 +151,7 @@ async fn scopes_pick_the_lanes_and_a_session_hit_short_circuits() {
         .await
         .unwrap();
     assert_eq!(sources(&r), vec!["session_context", "session"]);
+    assert!(r[0].text().ends_with("] Prefer short answers."), "{}", r[0].text());
     // Session lanes need a session id.
     assert!(engine
         .recall(&me(&engine).await, &RecallRequest::new("bees").scope(["session", "trace"]))

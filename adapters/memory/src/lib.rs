@@ -6,9 +6,11 @@
 mod graph;
 mod hashing_embedder;
 mod relational;
+mod sessions;
 mod vector;
 
 pub use graph::MemoryGraphStore;
 pub use hashing_embedder::HashingEmbedder;
 pub use relational::MemoryRelationalStore;
+pub use sessions::MemorySessionStore;
 pub use vector::{cosine_distance, MemoryVectorStore};

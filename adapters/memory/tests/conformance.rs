@@ -18,3 +18,8 @@ async fn memory_vector_store_conforms() {
 async fn memory_relational_store_conforms() {
     relational_store_conformance(Arc::new(MemoryRelationalStore::new())).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_session_store_conforms() {
+    recall_conformance::session_store_conformance(Arc::new(recall_memory::MemorySessionStore::new())).await;
+}

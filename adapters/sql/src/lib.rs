@@ -6,6 +6,7 @@
 mod graph;
 mod relational;
 mod schema;
+mod sessions;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbB
 pub use graph::SqlGraphStore;
 pub use relational::SqlRelationalStore;
 pub use schema::Migrator;
+pub use sessions::SqlSessionStore;
 
 /// Maps a driver error into the domain's backend error.
 pub(crate) fn db_err(err: DbErr) -> RecallError {

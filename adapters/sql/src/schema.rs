@@ -377,6 +377,71 @@ impl MigrationTrait for M20261205Credentials {
     }
 }
 
+/// Migration 7: session memory (docs/sessions.md). Rows keep their insertion
+/// order in `seq`; `expires_at` is NULL for rows that never expire. QA rows
+/// carry the dataset whose search wrote them, so forgetting the dataset
+/// forgets them.
+struct M20261206Sessions;
+
+impl MigrationName for M20261206Sessions {
+    fn name(&self) -> &str {
+        "m20261206_000007_sessions"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261206Sessions {
+    /// One transaction on every backend (see migration 3).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let seq = match conn.get_database_backend() {
+            sea_orm::DbBackend::Postgres => "seq BIGSERIAL PRIMARY KEY",
+            _ => "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        };
+        let ddl = [
+            format!(
+                "CREATE TABLE IF NOT EXISTS cache_qa_entries ({seq}, user_id TEXT NOT NULL, session_id TEXT NOT NULL, \
+                 qa_id TEXT NOT NULL, dataset_id TEXT, payload TEXT NOT NULL, created_at BIGINT NOT NULL, \
+                 expires_at BIGINT, UNIQUE (user_id, session_id, qa_id))"
+            ),
+            "CREATE INDEX IF NOT EXISTS cache_qa_entries_session ON cache_qa_entries (user_id, session_id, seq)".into(),
+            "CREATE INDEX IF NOT EXISTS cache_qa_entries_dataset ON cache_qa_entries (dataset_id)".into(),
+            format!(
+                "CREATE TABLE IF NOT EXISTS cache_trace_entries ({seq}, user_id TEXT NOT NULL, session_id TEXT NOT NULL, \
+                 trace_id TEXT NOT NULL, payload TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT)"
+            ),
+            "CREATE INDEX IF NOT EXISTS cache_trace_entries_session ON cache_trace_entries (user_id, session_id, seq)"
+                .into(),
+            format!(
+                "CREATE TABLE IF NOT EXISTS cache_session_context ({seq}, user_id TEXT NOT NULL, \
+                 session_id TEXT NOT NULL, entry_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, \
+                 created_at BIGINT NOT NULL, expires_at BIGINT, UNIQUE (user_id, session_id, entry_id))"
+            ),
+            "CREATE TABLE IF NOT EXISTS session_records (session_id TEXT NOT NULL, user_id TEXT NOT NULL, \
+             dataset_id TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, expires_at BIGINT, \
+             PRIMARY KEY (session_id, user_id))"
+                .into(),
+            "CREATE INDEX IF NOT EXISTS session_records_user ON session_records (user_id, updated_at)".into(),
+        ];
+        for sql in ddl {
+            conn.execute_unprepared(&sql).await?;
+        }
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        for table in ["session_records", "cache_session_context", "cache_trace_entries", "cache_qa_entries"] {
+            conn.execute_unprepared(&format!("DROP TABLE IF EXISTS {table}")).await?;
+        }
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -416,6 +481,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261203EdgeTypeKey),
             Box::new(M20261204DataVersions),
             Box::new(M20261205Credentials),
+            Box::new(M20261206Sessions),
         ]
     }
 }

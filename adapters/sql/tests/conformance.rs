@@ -26,6 +26,12 @@ async fn sqlite_relational_store_conforms() {
     relational_store_conformance(Arc::new(SqlRelationalStore::new(sqlite(&dir).await))).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_session_store_conforms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    recall_conformance::session_store_conformance(Arc::new(recall_sql::SqlSessionStore::new(sqlite(&dir).await))).await;
+}
+
 #[tokio::test]
 async fn connect_existing_does_not_create_a_database() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -51,7 +57,7 @@ async fn migrations_are_recorded_once() {
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
     let all = i64::try_from(Migrator::migrations().len()).unwrap();
-    assert_eq!((n, all), (6, 6), "each migration is applied once and recorded");
+    assert_eq!((n, all), (7, 7), "each migration is applied once and recorded");
 }
 
 #[tokio::test]

@@ -36,6 +36,16 @@ async fn postgres_relational_store_conforms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_session_store_conforms() {
+    let Some((url, name)) = throwaway_database("sessions").await else { return };
+    {
+        let db = SqlDatabase::connect(&url).await.unwrap();
+        recall_conformance::session_store_conformance(Arc::new(recall_sql::SqlSessionStore::new(db))).await;
+    }
+    drop_database(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_edges_from_before_the_type_key_upgrade() {
     let Some((url, name)) = throwaway_database("typekey").await else { return };
     common::edges_from_before_the_type_key_upgrade(&url).await;

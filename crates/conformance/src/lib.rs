@@ -5,6 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod postgres;
+mod sessions;
+
+pub use sessions::session_store_conformance;
 
 use std::sync::Arc;
 

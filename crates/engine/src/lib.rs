@@ -7,14 +7,14 @@ pub mod credentials;
 mod datasets;
 pub mod ingest;
 pub mod query;
+mod sessions;
 pub mod skills;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use recall_core::ports::{
-    Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, SessionLanes, Summarizer, VectorStore,
-};
+use recall_core::ports::{Embedder, GraphExtractor, GraphStore, LlmClient, RelationalPorts, Summarizer, VectorStore};
+use recall_core::session::SessionMemory;
 use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
@@ -109,8 +109,9 @@ pub struct Engine {
     pub(crate) retrievers: RetrieverRegistry,
     /// The persisted data versions as this process last saw them.
     pub(crate) versions: Arc<Versions>,
-    /// Session lanes; `None` (caching off) means they return nothing.
-    pub(crate) sessions: Option<Arc<dyn SessionLanes>>,
+    /// Session memory; `None` (caching off): the session lanes return
+    /// nothing and no turn is recorded.
+    pub(crate) sessions: Option<Arc<dyn SessionMemory>>,
     /// Warm verdicts of the warm-up probe, by (user, sorted dataset ids).
     pub(crate) warm_cache: moka::future::Cache<(uuid::Uuid, Vec<recall_core::DatasetId>), ()>,
     /// The embedder for questions: remembers recent query vectors, so a
@@ -162,7 +163,7 @@ pub struct EngineBuilder {
     extractor: Option<Arc<dyn GraphExtractor>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     retrievers: RetrieverRegistry,
-    sessions: Option<Arc<dyn SessionLanes>>,
+    sessions: Option<Arc<dyn SessionMemory>>,
 }
 
 impl EngineBuilder {
@@ -186,8 +187,9 @@ impl EngineBuilder {
         }
     }
 
-    /// The session lanes (the sessions crate's implementation of the port).
-    pub fn sessions(mut self, sessions: Arc<dyn SessionLanes>) -> Self {
+    /// Session memory (the sessions crate's implementation of the port);
+    /// without it (`CACHING=false`) nothing is remembered per session.
+    pub fn sessions(mut self, sessions: Arc<dyn SessionMemory>) -> Self {
         self.sessions = Some(sessions);
         self
     }

@@ -15,6 +15,7 @@ pub mod request;
 pub mod response;
 pub mod search_type;
 pub mod secret;
+pub mod session;
 pub mod text;
 
 pub use access::{DatasetAccess, DatasetRef, Grant, Permission};

@@ -744,44 +744,6 @@ impl RelationalPorts {
 }
 
 // ---------------------------------------------------------------------------
-// Session memory
-// ---------------------------------------------------------------------------
-
-/// The session lanes of `recall()` (docs/recall.md, "Scopes and lanes"). The sessions
-/// crate implements it; an engine without one (caching off) gets no session
-/// results.
-#[cfg_attr(feature = "test-utils", mockall::automock)]
-#[async_trait]
-pub trait SessionLanes: Send + Sync {
-    /// QA entries of the session matching the query, best first, at most `top_k`.
-    async fn search_qa(
-        &self,
-        user: &User,
-        session_id: &str,
-        query: &str,
-        top_k: Option<usize>,
-    ) -> Result<Vec<crate::ResponseQAEntry>>;
-
-    /// Agent-trace steps of the session matching the query.
-    async fn search_traces(
-        &self,
-        user: &User,
-        session_id: &str,
-        query: &str,
-        top_k: Option<usize>,
-    ) -> Result<Vec<crate::ResponseAgentTraceEntry>>;
-
-    /// The session's guidance block for `profile`, read-only.
-    async fn session_context(
-        &self,
-        user: &User,
-        session_id: &str,
-        query: &str,
-        profile: &str,
-    ) -> Result<Vec<crate::ResponseSessionContextEntry>>;
-}
-
-// ---------------------------------------------------------------------------
 // Models
 // ---------------------------------------------------------------------------
 

@@ -34,7 +34,11 @@ pub fn build_prompts(
 }
 
 /// The prompt pair of a single-prompt completion over `context`, or `None`
-/// when the context is empty (no prompt is sent then).
+/// when the context is empty (no prompt is sent then). A session-aware
+/// completion carries its conversation (docs/sessions.md, "Completion
+/// through sessions"): the history leads the system prompt and the guidance
+/// block follows the rendered question; an `only_context` preview shows
+/// both in the user prompt (history, question, guidance).
 pub fn preview(
     user_template: &str,
     question: &str,
@@ -44,7 +48,20 @@ pub fn preview(
     if context.is_empty() {
         return Ok(None);
     }
-    build_prompts(user_template, prompts::ANSWER_SIMPLE_QUESTION, question, &context.as_text(), options).map(Some)
+    let mut prompt =
+        build_prompts(user_template, prompts::ANSWER_SIMPLE_QUESTION, question, &context.as_text(), options)?;
+    if let Some(conversation) = &options.conversation {
+        let join = |parts: &[&str]| parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("\n\n");
+        let history = conversation.history.as_str();
+        let guidance = conversation.guidance.as_str();
+        if options.search.only_context {
+            prompt.user_prompt = join(&[history, &prompt.user_prompt, guidance]);
+        } else {
+            prompt.system_prompt = join(&[history, &prompt.system_prompt]);
+            prompt.user_prompt = join(&[&prompt.user_prompt, guidance]);
+        }
+    }
+    Ok(Some(prompt))
 }
 
 /// A free-text LLM call.

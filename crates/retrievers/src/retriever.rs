@@ -60,6 +60,10 @@ pub struct RetrieverOptions {
     /// ([`crate::prompts::load_with`]). The engine reads them from its allowed
     /// prompt directories before any retriever runs; retrievers never read files.
     pub prompt_files: BTreeMap<String, String>,
+    /// The conversation a session-aware completion carries (its history and
+    /// guidance blocks), set by the engine for the completion types when
+    /// session memory is on ([`crate::completion::preview`] places it).
+    pub conversation: Option<recall_core::session::Conversation>,
 }
 
 /// No options given: every retriever uses its own defaults, `top_k` included
@@ -72,7 +76,7 @@ impl Default for RetrieverOptions {
 
 impl RetrieverOptions {
     pub fn new(search: SearchOptions) -> Self {
-        Self { search, prompt_files: BTreeMap::new() }
+        Self { search, prompt_files: BTreeMap::new(), conversation: None }
     }
 
     /// Options with only a `top_k` (the skill gate, tests).
@@ -240,6 +244,13 @@ pub trait Retriever: Send + Sync {
         _options: &RetrieverOptions,
     ) -> Result<Vec<evidence::EvidenceReference>> {
         Ok(Vec::new())
+    }
+
+    /// The graph elements the objects hold, recorded on a session's QA
+    /// entry (`{"node_ids": [...], "edge_ids": [...]}`) so that feedback on
+    /// the answer reaches them. Default: none.
+    fn used_graph_element_ids(&self, _objects: &[Value]) -> Option<Value> {
+        None
     }
 
     /// Whether completion entries are answers (so a response schema applies).

@@ -1,1 +1,520 @@
-//! Placeholder crate: filled by its own issue (see issues list).
+//! Session memory (docs/sessions.md): conversations kept per (user, session)
+//! on a [`SessionStore`], read back by the `session`, `trace` and
+//! `session_context` lanes, carried into completions as history and
+//! guidance, and rated through feedback. [`Sessions`] is the engine's
+//! [`SessionMemory`].
+
+pub mod guidance;
+pub mod keyword;
+pub mod validation;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use recall_core::session::{
+    record_kind, CompletedTurn, ContextRecord, Conversation, QaEntry, SessionEntry, SessionInfo, SessionKey,
+    SessionMemory, SessionStore, StoredEntry, TraceStep, WriteStamp,
+};
+use recall_core::{
+    now_millis, DatasetId, EpochMillis, RecallError, ResponseAgentTraceEntry, ResponseQAEntry,
+    ResponseSessionContextEntry, Result, User,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use guidance::{GuidanceEntry, Profile};
+
+/// The longest question, answer or context a QA entry keeps, in characters.
+pub const MAX_QA_FIELD_CHARS: usize = 65_536;
+/// The longest text field of a trace step, in characters.
+pub const MAX_TRACE_FIELD_CHARS: usize = 8_192;
+/// The longest serialised parameters or return value of a trace step.
+pub const MAX_TRACE_JSON_CHARS: usize = 16_384;
+
+/// How session memory behaves (docs/sessions.md, "Configuration").
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// How long a session lives after its last write; `None`: forever.
+    pub ttl: Option<Duration>,
+    /// How many recent turns a completion carries as history.
+    pub history_last_n: usize,
+    /// The least time between two sweeps of expired rows.
+    pub purge_interval: Duration,
+}
+
+impl Default for SessionConfig {
+    /// One year of inactivity, ten turns of history, a sweep at most every 15 minutes.
+    fn default() -> Self {
+        Self {
+            ttl: Some(Duration::from_secs(365 * 24 * 3600)),
+            history_last_n: 10,
+            purge_interval: Duration::from_secs(900),
+        }
+    }
+}
+
+/// ISO-8601 UTC with an offset and microseconds, as entries are stamped.
+pub fn iso(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, false)
+}
+
+/// The session a completion over `dataset` records in when none is named.
+pub fn default_session_id(dataset: Option<DatasetId>) -> String {
+    match dataset {
+        Some(d) => format!("default_session_{d}"),
+        None => "default_session".into(),
+    }
+}
+
+/// The rendered history block of a completion: each turn with its time,
+/// question and answer, oldest first; empty without turns.
+pub fn render_history(turns: &[QaEntry]) -> String {
+    if turns.is_empty() {
+        return String::new();
+    }
+    let blocks: Vec<String> =
+        turns.iter().map(|t| format!("[{}]\nQUESTION: {}\nANSWER: {}", t.time, t.question, t.answer)).collect();
+    format!("Previous conversation:\n\n{}", blocks.join("\n\n"))
+}
+
+/// Session memory over a store.
+pub struct Sessions {
+    store: Arc<dyn SessionStore>,
+    config: SessionConfig,
+    last_purge: Mutex<EpochMillis>,
+}
+
+impl Sessions {
+    pub fn new(store: Arc<dyn SessionStore>, config: SessionConfig) -> Self {
+        Self { store, config, last_purge: Mutex::new(0) }
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    fn key(user: &User, session_id: &str) -> Result<SessionKey> {
+        validation::session_id(session_id)?;
+        Ok(SessionKey::new(user.id, session_id))
+    }
+
+    fn stamp(&self) -> WriteStamp {
+        let ttl_ms = self.config.ttl.filter(|t| !t.is_zero()).map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+        WriteStamp { now: now_millis(), ttl_ms }
+    }
+
+    /// After a write: sweeps expired rows, at most once per purge interval.
+    async fn maybe_purge(&self, now: EpochMillis) {
+        let interval = i64::try_from(self.config.purge_interval.as_millis()).unwrap_or(i64::MAX);
+        let due = match self.last_purge.lock() {
+            Ok(mut last) if now.saturating_sub(*last) >= interval => {
+                *last = now;
+                true
+            }
+            _ => false,
+        };
+        if due {
+            match self.store.purge_expired(now).await {
+                Ok(n) if n > 0 => tracing::info!(rows = n, "expired session rows purged"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "the sweep of expired session rows failed"),
+            }
+        }
+    }
+
+    async fn put_qa(&self, key: &SessionKey, dataset: Option<DatasetId>, entry: &QaEntry) -> Result<()> {
+        let at = self.stamp();
+        self.store.put_qa(key, dataset, entry, at).await?;
+        self.maybe_purge(at.now).await;
+        Ok(())
+    }
+
+    async fn guidance_entries(&self, key: &SessionKey) -> Result<Vec<GuidanceEntry>> {
+        let records = self.store.records(key, record_kind::CONTEXT, now_millis()).await?;
+        Ok(records
+            .into_iter()
+            .filter_map(|r| match serde_json::from_value::<GuidanceEntry>(r.payload) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    tracing::warn!(id = %r.id, error = %e, "an unreadable guidance entry is skipped");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Adds a guidance entry (or links a new source to the same entry when
+    /// one with the same profile, section and content exists).
+    pub async fn add_guidance(
+        &self,
+        user: &User,
+        session_id: &str,
+        profile: Profile,
+        section: &str,
+        content: &str,
+        confidence: f64,
+    ) -> Result<GuidanceEntry> {
+        let key = Self::key(user, session_id)?;
+        let entry = GuidanceEntry::new(profile, section, content, confidence, Utc::now())?;
+        let existing = self.guidance_entries(&key).await?.into_iter().find(|e| {
+            e.context_profile == profile
+                && e.section == entry.section
+                && e.normalized_content == entry.normalized_content
+        });
+        let entry = existing.unwrap_or(entry);
+        self.put_guidance(&key, &entry).await?;
+        Ok(entry)
+    }
+
+    async fn put_guidance(&self, key: &SessionKey, entry: &GuidanceEntry) -> Result<()> {
+        let payload = serde_json::to_value(entry).map_err(RecallError::backend)?;
+        let record = ContextRecord { id: entry.id.clone(), kind: record_kind::CONTEXT.into(), payload };
+        self.store.put_record(key, &record, self.stamp()).await
+    }
+
+    /// The guidance block of a session for a query: the entries served and the text.
+    pub async fn guidance_block(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        profile: Profile,
+    ) -> Result<(Vec<GuidanceEntry>, String)> {
+        let key = Self::key(user, session_id)?;
+        let entries = self.guidance_entries(&key).await?;
+        let chosen = guidance::select(&entries, profile, query);
+        let text = guidance::render(&chosen, profile);
+        Ok((chosen.into_iter().cloned().collect(), text))
+    }
+
+    fn trace_step(entry: SessionEntry) -> Option<TraceStep> {
+        let SessionEntry::Trace {
+            origin_function,
+            status,
+            memory_query,
+            memory_context,
+            method_params,
+            method_return_value,
+            error_message,
+            session_feedback,
+        } = entry
+        else {
+            return None;
+        };
+        let text = |s: &str| validation::truncate(s.trim(), MAX_TRACE_FIELD_CHARS);
+        let bounded = |v: Option<Value>| {
+            v.map(|v| {
+                let serialised = v.to_string();
+                if serialised.chars().count() > MAX_TRACE_JSON_CHARS {
+                    Value::String(validation::truncate(&serialised, MAX_TRACE_JSON_CHARS))
+                } else {
+                    v
+                }
+            })
+        };
+        let session_feedback = session_feedback.map(|s| text(&s)).or_else(|| {
+            Some(match status.as_str() {
+                "error" => format!("{} failed.", origin_function.trim()),
+                _ => format!("{} succeeded.", origin_function.trim()),
+            })
+        });
+        Some(TraceStep {
+            trace_id: Uuid::new_v4().to_string(),
+            origin_function: text(&origin_function),
+            status: status.trim().to_string(),
+            memory_query: text(&memory_query),
+            memory_context: text(&memory_context),
+            method_params: bounded(method_params),
+            method_return_value: bounded(method_return_value),
+            error_message: error_message.map(|s| text(&s)),
+            session_feedback,
+        })
+    }
+}
+
+fn qa_entry(question: &str, context: &str, answer: &str, qa_id: Option<String>) -> QaEntry {
+    QaEntry {
+        time: iso(Utc::now()),
+        question: validation::truncate(question, MAX_QA_FIELD_CHARS),
+        context: validation::truncate(context, MAX_QA_FIELD_CHARS),
+        answer: validation::truncate(answer, MAX_QA_FIELD_CHARS),
+        qa_id: qa_id.unwrap_or_else(|| Uuid::new_v4().to_string()),
+        feedback_text: None,
+        feedback_score: None,
+        used_graph_element_ids: None,
+        memify_metadata: None,
+        used_session_context_ids: None,
+    }
+}
+
+/// `used_graph_element_ids` as given: only `node_ids` and `edge_ids`, each a
+/// list of strings; an empty object is none.
+fn used_elements(value: Value) -> Result<Option<Value>> {
+    let Value::Object(map) = value else {
+        return Err(validation::parameter_error("used_graph_element_ids must be an object."));
+    };
+    let mut kept = serde_json::Map::new();
+    for (k, v) in map {
+        if !matches!(k.as_str(), "node_ids" | "edge_ids") {
+            return Err(validation::parameter_error(format!(
+                "used_graph_element_ids takes node_ids and edge_ids only, not {k:?}."
+            )));
+        }
+        let ok = v.as_array().is_some_and(|ids| ids.iter().all(Value::is_string));
+        if !ok {
+            return Err(validation::parameter_error(format!("used_graph_element_ids.{k} must be a list of strings.")));
+        }
+        if v.as_array().is_some_and(|ids| !ids.is_empty()) {
+            kept.insert(k, v);
+        }
+    }
+    Ok((!kept.is_empty()).then_some(Value::Object(kept)))
+}
+
+/// The graph element ids a QA entry's answer used.
+fn used_ids(entry: &QaEntry) -> Vec<String> {
+    let Some(Value::Object(used)) = &entry.used_graph_element_ids else { return Vec::new() };
+    ["node_ids", "edge_ids"]
+        .iter()
+        .filter_map(|k| used.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+#[async_trait]
+impl SessionMemory for Sessions {
+    async fn search_qa(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> Result<Vec<ResponseQAEntry>> {
+        let key = Self::key(user, session_id)?;
+        let entries = self.store.qa_entries(&key, None, now_millis()).await?;
+        Ok(keyword::best_matches(entries, query, keyword::qa_text, top_k))
+    }
+
+    async fn search_traces(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> Result<Vec<ResponseAgentTraceEntry>> {
+        let key = Self::key(user, session_id)?;
+        let steps = self.store.trace_steps(&key, None, now_millis()).await?;
+        Ok(keyword::best_matches(steps, query, keyword::trace_text, top_k))
+    }
+
+    async fn session_context(
+        &self,
+        user: &User,
+        session_id: &str,
+        query: &str,
+        profile: &str,
+    ) -> Result<Vec<ResponseSessionContextEntry>> {
+        let profile = Profile::parse(profile)?;
+        let (_, text) = self.guidance_block(user, session_id, query, profile).await?;
+        Ok(if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![ResponseSessionContextEntry { content: text, context_profile: profile.as_str().into() }]
+        })
+    }
+
+    fn resolve_session_id(&self, session_id: Option<&str>, dataset: Option<DatasetId>) -> String {
+        session_id.map(str::to_string).unwrap_or_else(|| default_session_id(dataset))
+    }
+
+    async fn conversation(&self, user: &User, session_id: &str, query: &str, preview: bool) -> Result<Conversation> {
+        let key = Self::key(user, session_id)?;
+        let last_n = self.config.history_last_n.max(1);
+        let turns = self.store.qa_entries(&key, Some(last_n), now_millis()).await?;
+        let (served, guidance) = self.guidance_block(user, session_id, query, Profile::Qa).await?;
+        if !preview {
+            // Serving stamps each entry (recency breaks ties in later rankings).
+            let now = iso(Utc::now());
+            for mut entry in served.clone() {
+                entry.last_served_at = Some(now.clone());
+                self.put_guidance(&key, &entry).await?;
+            }
+        }
+        Ok(Conversation {
+            session_id: session_id.to_string(),
+            history: render_history(&turns),
+            guidance,
+            served_context_ids: served.into_iter().map(|e| e.id).collect(),
+        })
+    }
+
+    async fn record_turn(
+        &self,
+        user: &User,
+        session_id: &str,
+        dataset: Option<DatasetId>,
+        turn: CompletedTurn,
+    ) -> Result<QaEntry> {
+        let key = Self::key(user, session_id)?;
+        let mut entry = qa_entry(&turn.question, "", &turn.answer, None);
+        entry.used_graph_element_ids = turn.used_graph_element_ids;
+        entry.used_session_context_ids = Some(turn.used_session_context_ids).filter(|ids| !ids.is_empty());
+        self.put_qa(&key, dataset, &entry).await?;
+        Ok(entry)
+    }
+
+    async fn remember_entry(
+        &self,
+        user: &User,
+        session_id: &str,
+        dataset: Option<DatasetId>,
+        entry: SessionEntry,
+    ) -> Result<StoredEntry> {
+        let key = Self::key(user, session_id)?;
+        let stored = |entry_type: &str, id: String| StoredEntry {
+            session_id: session_id.to_string(),
+            entry_type: entry_type.into(),
+            id,
+        };
+        match entry {
+            SessionEntry::Qa {
+                question,
+                answer,
+                context,
+                qa_id,
+                feedback_text,
+                feedback_score,
+                used_graph_element_ids,
+            } => {
+                if let Some(id) = &qa_id {
+                    validation::qa_id(id)?;
+                }
+                validation::feedback_score(feedback_score)?;
+                if question.trim().is_empty() && answer.trim().is_empty() {
+                    return Err(validation::parameter_error("A qa entry needs a question or an answer."));
+                }
+                let mut entry = qa_entry(&question, &context, &answer, qa_id);
+                entry.feedback_text = feedback_text.map(|t| validation::truncate(&t, MAX_QA_FIELD_CHARS));
+                entry.feedback_score = feedback_score;
+                entry.used_graph_element_ids = used_graph_element_ids.map(used_elements).transpose()?.flatten();
+                self.put_qa(&key, dataset, &entry).await?;
+                Ok(stored("qa", entry.qa_id))
+            }
+            SessionEntry::Feedback { qa_id, feedback_text, feedback_score } => {
+                if feedback_text.is_none() && feedback_score.is_none() {
+                    return Err(validation::parameter_error("A feedback entry needs feedback_text or feedback_score."));
+                }
+                if !self.add_feedback(user, session_id, &qa_id, feedback_text, feedback_score).await? {
+                    return Err(RecallError::NotFound(format!(
+                        "QA entry '{qa_id}' was not found in session '{session_id}'."
+                    )));
+                }
+                Ok(stored("feedback", qa_id))
+            }
+            trace @ SessionEntry::Trace { .. } => {
+                let origin_blank =
+                    matches!(&trace, SessionEntry::Trace { origin_function, .. } if origin_function.trim().is_empty());
+                if origin_blank {
+                    return Err(validation::parameter_error("A trace entry needs a non-empty origin_function."));
+                }
+                if let SessionEntry::Trace { status, .. } = &trace {
+                    if !matches!(status.as_str(), "success" | "error") {
+                        return Err(validation::parameter_error(format!(
+                            "A trace entry's status must be 'success' or 'error', got {status:?}."
+                        )));
+                    }
+                }
+                let step = Self::trace_step(trace).ok_or_else(|| validation::parameter_error("not a trace entry"))?;
+                let at = self.stamp();
+                self.store.append_trace(&key, &step, at).await?;
+                self.maybe_purge(at.now).await;
+                Ok(stored("trace", step.trace_id))
+            }
+        }
+    }
+
+    async fn list_sessions(&self, user: &User) -> Result<Vec<SessionInfo>> {
+        self.store.sessions(user.id, now_millis()).await
+    }
+
+    async fn qa_entries(&self, user: &User, session_id: &str, last_n: Option<usize>) -> Result<Vec<QaEntry>> {
+        validation::last_n(last_n)?;
+        self.store.qa_entries(&Self::key(user, session_id)?, last_n, now_millis()).await
+    }
+
+    async fn trace_steps(&self, user: &User, session_id: &str, last_n: Option<usize>) -> Result<Vec<TraceStep>> {
+        validation::last_n(last_n)?;
+        self.store.trace_steps(&Self::key(user, session_id)?, last_n, now_millis()).await
+    }
+
+    async fn add_feedback(
+        &self,
+        user: &User,
+        session_id: &str,
+        qa_id: &str,
+        text: Option<String>,
+        score: Option<i64>,
+    ) -> Result<bool> {
+        let key = Self::key(user, session_id)?;
+        validation::qa_id(qa_id)?;
+        validation::feedback_score(score)?;
+        let Some(mut entry) = self.store.qa_entry(&key, qa_id, now_millis()).await? else { return Ok(false) };
+        if let Some(text) = text {
+            entry.feedback_text = Some(validation::truncate(&text, MAX_QA_FIELD_CHARS));
+        }
+        if score.is_some() {
+            entry.feedback_score = score;
+        }
+        // A new rating is applied to the graph again by the next improve.
+        let mut meta = match entry.memify_metadata.take() {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        meta.insert("feedback_weights_applied".into(), Value::Bool(false));
+        entry.memify_metadata = Some(Value::Object(meta));
+        self.put_qa(&key, None, &entry).await?;
+        Ok(true)
+    }
+
+    async fn delete_feedback(&self, user: &User, session_id: &str, qa_id: &str) -> Result<bool> {
+        let key = Self::key(user, session_id)?;
+        validation::qa_id(qa_id)?;
+        let Some(mut entry) = self.store.qa_entry(&key, qa_id, now_millis()).await? else { return Ok(false) };
+        entry.feedback_text = None;
+        entry.feedback_score = None;
+        self.put_qa(&key, None, &entry).await?;
+        Ok(true)
+    }
+
+    async fn delete_session(&self, user: &User, session_id: &str) -> Result<bool> {
+        self.store.delete_session(&Self::key(user, session_id)?).await
+    }
+
+    async fn forget_dataset(&self, dataset: DatasetId) -> Result<u64> {
+        self.store.forget_dataset(dataset, &[default_session_id(Some(dataset))]).await
+    }
+
+    async fn forget_elements(&self, dataset: DatasetId, element_ids: &[Uuid]) -> Result<u64> {
+        if element_ids.is_empty() {
+            return Ok(0);
+        }
+        let gone: std::collections::HashSet<String> = element_ids.iter().map(Uuid::to_string).collect();
+        let mut by_session: std::collections::BTreeMap<SessionKey, Vec<String>> = Default::default();
+        for (key, entry) in self.store.dataset_qa(dataset, now_millis()).await? {
+            if used_ids(&entry).iter().any(|id| gone.contains(id)) {
+                by_session.entry(key).or_default().push(entry.qa_id);
+            }
+        }
+        let mut deleted = 0;
+        for (key, ids) in by_session {
+            deleted += self.store.delete_qa(&key, &ids).await?;
+        }
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -35,6 +35,10 @@ impl Engine {
         self.bump_data_version(dataset.id).await?;
         self.vectors.delete_dataset(dataset.id).await?;
         self.graph.delete_dataset(dataset.id).await?;
+        // What sessions derived from it: its searches' QA entries and its default sessions.
+        if let Some(sessions) = &self.sessions {
+            sessions.forget_dataset(dataset.id).await?;
+        }
         self.relational.data.delete_dataset_data(dataset.id).await?;
         self.relational.runs.delete_dataset_runs(dataset.id).await?;
         self.relational.datasets.delete_dataset(dataset.id).await?;
@@ -157,6 +161,16 @@ impl Engine {
         self.graph.delete_edges(dataset.id, &dropped_relations).await?;
         self.graph.upsert_edges(dataset.id, &rewritten).await?;
         self.refresh_derived_indexes(&dataset, &touched).await?;
+        // Session answers that used a deleted node or edge go with it.
+        if let Some(sessions) = &self.sessions {
+            let mut gone = as_vec(&doomed_nodes);
+            gone.extend(
+                deleted_edges
+                    .iter()
+                    .map(|e| ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id)),
+            );
+            sessions.forget_elements(dataset.id, &gone).await?;
+        }
         self.relational.data.delete_data(dataset.id, item.id).await?;
 
         let nodes_deleted = graph.nodes.iter().filter(|n| doomed_nodes.contains(&n.id)).count();

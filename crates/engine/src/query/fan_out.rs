@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
+use recall_core::session::CompletedTurn;
 use recall_core::{
     Dataset, DatasetId, RecallError, RecallEvent, RecallEvents, Result, SearchRecord, SearchType, Stage, User,
 };
@@ -28,10 +29,40 @@ fn history_value(p: &SearchResultPayload) -> String {
     p.context.as_ref().map(LlmContext::as_text).unwrap_or_default()
 }
 
+/// The types whose answer carries the session's conversation and is
+/// recorded as a turn: the single-answer completions. CODING_RULES opts out
+/// (docs/sessions.md): its rules are not an answer to remember.
+fn carries_conversation(t: SearchType) -> bool {
+    matches!(
+        t,
+        SearchType::GraphCompletion
+            | SearchType::GraphCompletionCot
+            | SearchType::GraphCompletionContextExtension
+            | SearchType::GraphSummaryCompletion
+            | SearchType::RagCompletion
+            | SearchType::HybridCompletion
+            | SearchType::TripletCompletion
+            | SearchType::Temporal
+    )
+}
+
+/// The answer a turn records: the text, or a structured answer's JSON;
+/// `None` for an empty completion (nothing was answered).
+fn answer_text(completion: &[Value]) -> Option<String> {
+    match completion {
+        [] => None,
+        [Value::String(s)] if s.is_empty() => None,
+        [Value::String(s)] => Some(s.clone()),
+        [other] => Some(other.to_string()),
+        items => Some(Value::Array(items.to_vec()).to_string()),
+    }
+}
+
 impl Engine {
     /// One search type over the datasets: one payload per dataset.
     pub(crate) async fn search_graph(
         &self,
+        user: &User,
         datasets: &[Dataset],
         search_type: SearchType,
         request: &RecallRequest,
@@ -43,7 +74,7 @@ impl Engine {
         let streaming = FirstStream::new(events.clone());
         let tasks = datasets.iter().map(|dataset| {
             let events: Arc<dyn RecallEvents> = Arc::new(streaming.for_dataset(dataset.id));
-            self.search_dataset(dataset, search_type, request, options, events)
+            self.search_dataset(user, dataset, search_type, request, options, events)
         });
         let outcomes = join_all(tasks).await;
         self.collect_payloads(datasets, outcomes, search_type, request.options.only_context).await
@@ -171,9 +202,12 @@ impl Engine {
         }
     }
 
-    /// Runs the three retriever steps on one dataset.
+    /// Runs the three retriever steps on one dataset. A completion type
+    /// with session memory on carries the session's conversation and
+    /// records its turn (docs/sessions.md, "Completion through sessions").
     async fn search_dataset(
         &self,
+        user: &User,
         dataset: &Dataset,
         requested: SearchType,
         request: &RecallRequest,
@@ -188,6 +222,15 @@ impl Engine {
         }
         let retriever = self.retrievers.get(search_type)?;
         let query = request.query_text.as_str();
+        let mut session_options = None;
+        if let Some(sessions) = self.sessions.as_ref().filter(|_| carries_conversation(search_type)) {
+            let session_id = sessions.resolve_session_id(request.options.session_id.as_deref(), Some(dataset.id));
+            let preview = options.search.only_context;
+            let mut with = options.clone();
+            with.conversation = Some(sessions.conversation(user, &session_id, query, preview).await?);
+            session_options = Some(with);
+        }
+        let options = session_options.as_ref().unwrap_or(options);
         let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
         let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
         let (completion, preview) = if options.search.only_context {
@@ -195,6 +238,19 @@ impl Engine {
         } else {
             (retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?, None)
         };
+        if let (Some(sessions), Some(conversation), Some(answer)) =
+            (self.sessions.as_ref(), options.conversation.as_ref(), completion.as_deref().and_then(answer_text))
+        {
+            if !options.search.only_context {
+                let turn = CompletedTurn {
+                    question: request.query_text.clone(),
+                    answer,
+                    used_graph_element_ids: retriever.used_graph_element_ids(&objects),
+                    used_session_context_ids: conversation.served_context_ids.clone(),
+                };
+                sessions.record_turn(user, &conversation.session_id, Some(dataset.id), turn).await?;
+            }
+        }
         let evidence = if options.search.include_references {
             retriever.get_context_evidence(&ctx, &objects, options).await?
         } else {

@@ -90,13 +90,13 @@ impl Engine {
         let mut options = request.retriever_options();
         self.load_prompt_files(&mut options).await?;
         let started = Instant::now();
-        let first = self.search_routed(&routing, search_type, request, &options, run).await;
+        let first = self.search_routed(user, &routing, search_type, request, &options, run).await;
         let (final_type, payloads) = match first {
             Err(e) if routed_guess && is_type_rejection(&e) => {
                 tracing::warn!(search_type = %search_type, error = %e, "routed type rejected; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
                 run.explain.retried_as = Some(retry.to_string());
-                (retry, self.search_routed(&routing, retry, request, &options, run).await?)
+                (retry, self.search_routed(user, &routing, retry, request, &options, run).await?)
             }
             Err(e) => return Err(e),
             Ok(payloads)
@@ -107,7 +107,7 @@ impl Engine {
                 tracing::info!(search_type = %search_type, "routed type found nothing; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
                 run.explain.retried_as = Some(retry.to_string());
-                (retry, self.search_routed(&routing, retry, request, &options, run).await?)
+                (retry, self.search_routed(user, &routing, retry, request, &options, run).await?)
             }
             Ok(payloads) => (search_type, payloads),
         };
@@ -128,6 +128,7 @@ impl Engine {
     /// retrieved context, not the answer), searches the remaining datasets.
     async fn search_routed(
         &self,
+        user: &User,
         routing: &DatasetRouting,
         search_type: SearchType,
         request: &RecallRequest,
@@ -135,7 +136,7 @@ impl Engine {
         run: &mut Run,
     ) -> Result<Vec<SearchResultPayload>> {
         run.explain.datasets_searched = routing.selected.iter().map(|d| d.name.clone()).collect();
-        let first = self.search_graph(&routing.selected, search_type, request, options, &run.events).await;
+        let first = self.search_graph(user, &routing.selected, search_type, request, options, &run.events).await;
         if routing.rest.is_empty() {
             return first;
         }
@@ -151,7 +152,7 @@ impl Engine {
         tracing::info!(remaining = ?names, "the routed datasets retrieved nothing; searching the remaining datasets");
         run.explain.widened = true;
         run.explain.datasets_searched.extend(names.iter().map(|n| n.to_string()));
-        self.search_graph(&routing.rest, search_type, request, options, &run.events).await
+        self.search_graph(user, &routing.rest, search_type, request, options, &run.events).await
     }
 
     /// The warm-up probe, failing open; only warm verdicts are cached.

@@ -219,7 +219,7 @@ impl Engine {
         let mut options = recall.retriever_options();
         self.load_prompt_files(&mut options).await?;
         let started = std::time::Instant::now();
-        let payloads = self.search_graph(&datasets, request.query_type, &recall, &options, &events).await?;
+        let payloads = self.search_graph(user, &datasets, request.query_type, &recall, &options, &events).await?;
         events.report(|| RecallEvent::timing("search", started.elapsed()));
         self.log_history(user, &recall, request.query_type, &payloads).await?;
         Ok(payloads)

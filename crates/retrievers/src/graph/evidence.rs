@@ -23,6 +23,29 @@ fn edge_artifact_id(t: &Triplet) -> String {
     })
 }
 
+/// The nodes and edges of the triplets, each once, in order:
+/// `{"node_ids": [...], "edge_ids": [...]}`; `None` without triplets.
+pub(crate) fn used_element_ids(triplets: &[Triplet]) -> Option<Value> {
+    if triplets.is_empty() {
+        return None;
+    }
+    let mut nodes: Vec<String> = Vec::new();
+    let mut edges: Vec<String> = Vec::new();
+    for t in triplets {
+        for id in [t.node1.id, t.node2.id] {
+            let id = id.to_string();
+            if !nodes.contains(&id) {
+                nodes.push(id);
+            }
+        }
+        let edge = edge_artifact_id(t);
+        if !edges.contains(&edge) {
+            edges.push(edge);
+        }
+    }
+    Some(serde_json::json!({"node_ids": nodes, "edge_ids": edges}))
+}
+
 fn label(node: &Node) -> String {
     super::render::node_name_and_content(node).0
 }

@@ -194,6 +194,10 @@ impl<S: GraphStrategy> Retriever for GraphFamily<S> {
         completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
     }
 
+    fn used_graph_element_ids(&self, objects: &[Value]) -> Option<Value> {
+        evidence::used_element_ids(&Triplet::from_values(objects))
+    }
+
     async fn get_context_evidence(
         &self,
         ctx: &DatasetPorts,

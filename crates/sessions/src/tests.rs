@@ -1,0 +1,183 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use recall_memory::MemorySessionStore;
+use serde_json::json;
+
+use super::*;
+
+fn sessions() -> Sessions {
+    Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default())
+}
+
+fn user() -> User {
+    User { id: Uuid::new_v4(), email: "someone@example.com".into(), tenant_id: None }
+}
+
+fn turn(question: &str, answer: &str) -> CompletedTurn {
+    CompletedTurn {
+        question: question.into(),
+        answer: answer.into(),
+        used_graph_element_ids: None,
+        used_session_context_ids: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn turns_come_back_as_history_and_through_the_keyword_lane() {
+    let s = sessions();
+    let me = user();
+    s.record_turn(&me, "chat", None, turn("How do bees talk?", "They dance.")).await.unwrap();
+    s.record_turn(&me, "chat", None, turn("What is a waggle dance?", "A figure-eight run.")).await.unwrap();
+
+    let conversation = s.conversation(&me, "chat", "and ants?", true).await.unwrap();
+    let history = conversation.history;
+    assert!(history.starts_with("Previous conversation:\n\n["), "{history}");
+    let first = history.find("QUESTION: How do bees talk?\nANSWER: They dance.").unwrap();
+    let second = history.find("QUESTION: What is a waggle dance?\nANSWER: A figure-eight run.").unwrap();
+    assert!(first < second, "oldest first");
+
+    let hits = s.search_qa(&me, "chat", "waggle dance please", None).await.unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.question.as_str()).collect::<Vec<_>>(),
+        ["What is a waggle dance?", "How do bees talk?"]
+    );
+    assert!(s.search_qa(&user(), "chat", "waggle dance", None).await.unwrap().is_empty(), "another user");
+    assert!(s.search_qa(&me, "chat", "nothing matches", Some(5)).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn history_keeps_the_last_n_turns() {
+    let s =
+        Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig { history_last_n: 2, ..Default::default() });
+    let me = user();
+    for i in 0..4 {
+        s.record_turn(&me, "chat", None, turn(&format!("q{i}"), &format!("a{i}"))).await.unwrap();
+    }
+    let history = s.conversation(&me, "chat", "x", true).await.unwrap().history;
+    assert!(!history.contains("q1") && history.contains("q2") && history.contains("q3"), "{history}");
+}
+
+#[tokio::test]
+async fn feedback_is_validated_updated_and_cleared() {
+    let s = sessions();
+    let me = user();
+    let qa = s.record_turn(&me, "chat", None, turn("q", "a")).await.unwrap();
+    let err = s.add_feedback(&me, "chat", &qa.qa_id, None, Some(6)).await.err().map(|e| e.name());
+    assert_eq!(err, Some("SessionParameterValidationError"));
+    assert!(!s.add_feedback(&me, "chat", "no-such-id", None, Some(3)).await.unwrap());
+    assert!(s.add_feedback(&me, "chat", &qa.qa_id, Some("great".into()), Some(5)).await.unwrap());
+    assert!(s.add_feedback(&me, "chat", &qa.qa_id, None, Some(4)).await.unwrap(), "None keeps the text");
+    let stored = s.qa_entries(&me, "chat", None).await.unwrap().remove(0);
+    assert_eq!((stored.feedback_text.as_deref(), stored.feedback_score), (Some("great"), Some(4)));
+    assert_eq!(stored.memify_metadata, Some(json!({"feedback_weights_applied": false})));
+    assert!(s.delete_feedback(&me, "chat", &qa.qa_id).await.unwrap());
+    let stored = s.qa_entries(&me, "chat", None).await.unwrap().remove(0);
+    assert_eq!((stored.feedback_text, stored.feedback_score), (None, None));
+}
+
+#[tokio::test]
+async fn guidance_is_served_by_profile_and_deduplicated() {
+    let s = sessions();
+    let me = user();
+    let a = s.add_guidance(&me, "chat", Profile::Qa, "rules", "Always cite sources", 0.9).await.unwrap();
+    let b = s.add_guidance(&me, "chat", Profile::Qa, "rules", "  always   CITE sources ", 0.8).await.unwrap();
+    assert_eq!(a.id, b.id, "the same rule is one entry");
+    s.add_guidance(&me, "chat", Profile::Agent, "tool_rules", "Retry the search tool once", 0.9).await.unwrap();
+
+    let qa = s.session_context(&me, "chat", "q", "qa").await.unwrap();
+    assert_eq!(qa.len(), 1);
+    assert!(qa[0].content.contains("### Rules\n- [") && qa[0].content.ends_with("] Always cite sources"));
+    assert!(!qa[0].content.contains("Retry"), "the agent profile is separate");
+    let agent = s.session_context(&me, "chat", "q", "agent").await.unwrap();
+    assert!(agent[0].content.contains("### Tool rules"));
+    assert_eq!(
+        s.session_context(&me, "chat", "q", "both").await.err().map(|e| e.name()),
+        Some("SessionParameterValidationError")
+    );
+
+    // A preview serves without stamping; a completion stamps what it served.
+    let preview = s.conversation(&me, "chat", "q", true).await.unwrap();
+    assert_eq!(preview.served_context_ids, [a.id.as_str()]);
+    let key = SessionKey::new(me.id, "chat");
+    assert!(!stamped(&s, &key).await);
+    s.conversation(&me, "chat", "q", false).await.unwrap();
+    assert!(stamped(&s, &key).await);
+}
+
+async fn stamped(s: &Sessions, key: &SessionKey) -> bool {
+    s.guidance_entries(key).await.unwrap().iter().any(|e| e.last_served_at.is_some())
+}
+
+#[tokio::test]
+async fn entries_are_remembered_typed_and_checked() {
+    let s = sessions();
+    let me = user();
+    let qa_of = |v: Value| serde_json::from_value::<SessionEntry>(v).unwrap();
+    let first = qa_of(json!({"type": "qa", "question": "q", "answer": "a", "context": "c", "qa_id": "qa-1"}));
+    let qa = s.remember_entry(&me, "chat", None, first).await.unwrap();
+    assert_eq!((qa.entry_type.as_str(), qa.id.as_str()), ("qa", "qa-1"));
+    let fb = SessionEntry::Feedback { qa_id: "qa-1".into(), feedback_text: None, feedback_score: Some(2) };
+    assert_eq!(s.remember_entry(&me, "chat", None, fb).await.unwrap().entry_type, "feedback");
+    let missing = SessionEntry::Feedback { qa_id: "nope".into(), feedback_text: None, feedback_score: Some(2) };
+    assert_eq!(s.remember_entry(&me, "chat", None, missing).await.err().map(|e| e.http_status()), Some(404));
+
+    let trace: SessionEntry = serde_json::from_value(json!({
+        "type": "trace", "origin_function": "search_tool", "status": "error",
+        "method_params": {"query": "x".repeat(20_000)}, "error_message": "timeout"
+    }))
+    .unwrap();
+    s.remember_entry(&me, "chat", None, trace).await.unwrap();
+    let steps = s.trace_steps(&me, "chat", None).await.unwrap();
+    assert_eq!(steps[0].session_feedback.as_deref(), Some("search_tool failed."));
+    assert!(
+        matches!(&steps[0].method_params, Some(Value::String(s)) if s.ends_with("[truncated]")),
+        "oversized params are cut, not dropped"
+    );
+    assert_eq!(s.search_traces(&me, "chat", "timeout", None).await.unwrap().len(), 1);
+
+    let bad: SessionEntry =
+        serde_json::from_value(json!({"type": "trace", "origin_function": " ", "status": "success"})).unwrap();
+    assert!(s.remember_entry(&me, "chat", None, bad).await.is_err());
+    let bad: SessionEntry =
+        serde_json::from_value(json!({"type": "trace", "origin_function": "f", "status": "maybe"})).unwrap();
+    assert!(s.remember_entry(&me, "chat", None, bad).await.is_err());
+    assert!(s
+        .remember_entry(&me, " ", None, qa_of(json!({"type": "qa", "question": "q", "answer": "a"})))
+        .await
+        .is_err());
+    let odd = json!({"type": "qa", "question": "q", "answer": "a", "used_graph_element_ids": {"chunks": []}});
+    assert!(s.remember_entry(&me, "chat", None, qa_of(odd)).await.is_err(), "only node_ids and edge_ids");
+    let rated = json!({"type": "qa", "question": "", "answer": "a note", "feedback_score": 4,
+        "used_graph_element_ids": {"node_ids": ["n1"], "edge_ids": []}});
+    let stored = s.remember_entry(&me, "chat", None, qa_of(rated)).await.unwrap();
+    let entry = s.qa_entries(&me, "chat", None).await.unwrap().into_iter().find(|e| e.qa_id == stored.id).unwrap();
+    assert_eq!((entry.feedback_score, entry.used_graph_element_ids), (Some(4), Some(json!({"node_ids": ["n1"]}))));
+    let blank = json!({"type": "qa", "question": " ", "answer": ""});
+    assert!(s.remember_entry(&me, "chat", None, qa_of(blank)).await.is_err(), "a turn needs some text");
+    assert!(s.qa_entries(&me, "chat", Some(0)).await.is_err());
+}
+
+#[tokio::test]
+async fn forgetting_removes_what_used_gone_elements_and_default_sessions() {
+    let s = sessions();
+    let me = user();
+    let dataset = DatasetId(Uuid::new_v4());
+    let (gone, kept) = (Uuid::new_v4(), Uuid::new_v4());
+    let used = |id: Uuid| CompletedTurn {
+        used_graph_element_ids: Some(json!({"node_ids": [id.to_string()], "edge_ids": []})),
+        ..turn(&format!("about {id}"), "answer")
+    };
+    s.record_turn(&me, "chat", Some(dataset), used(gone)).await.unwrap();
+    s.record_turn(&me, "chat", Some(dataset), used(kept)).await.unwrap();
+    assert_eq!(s.forget_elements(dataset, &[gone]).await.unwrap(), 1);
+    let left = s.qa_entries(&me, "chat", None).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert!(left[0].question.contains(&kept.to_string()));
+
+    let default = s.resolve_session_id(None, Some(dataset));
+    assert_eq!(default, format!("default_session_{dataset}"));
+    s.record_turn(&me, &default, Some(dataset), turn("q", "a")).await.unwrap();
+    assert!(s.forget_dataset(dataset).await.unwrap() >= 2);
+    assert!(s.qa_entries(&me, "chat", None).await.unwrap().is_empty());
+    assert!(s.list_sessions(&me).await.unwrap().iter().all(|i| i.session_id != default));
+}
