@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use recall_core::ports::LlmClient;
 use recall_engine::{Engine, EngineConfig};
+use recall_memory::MemorySessionStore;
 use recall_server::{AppState, AuthPosture, ServerConfig};
+use recall_sessions::{SessionConfig, Sessions};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -39,7 +41,9 @@ impl Server {
         let raw = tempfile::tempdir().unwrap();
         let config =
             EngineConfig { chunk_size: 40, raw_data_dir: Some(raw.path().to_path_buf()), ..Default::default() };
-        let engine = common::offline_builder(config, 64).llm(llm).build().unwrap();
+        // Session memory on, as the composition crate sets it up by default.
+        let sessions = Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default());
+        let engine = common::offline_builder(config, 64).llm(llm).sessions(Arc::new(sessions)).build().unwrap();
         let mut config = ServerConfig::new();
         config.default_user_password = Some(PASSWORD.into());
         configure(&mut config);
@@ -575,6 +579,156 @@ async fn two_users_are_isolated_until_a_grant() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn session_entries_session_remember_and_the_sessions_routes() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let alice = server.key_for("alice@example.com").await;
+    let bob = server.key_for("bob@example.com").await;
+    let post = |key: &str, path: &str, body: Value| {
+        client.post(server.url(path)).header("X-Api-Key", key.to_string()).json(&body).send()
+    };
+    let get = |key: &str, path: &str| client.get(server.url(path)).header("X-Api-Key", key.to_string()).send();
+
+    // A typed QA entry, feedback on it, a trace step.
+    let qa = json!({"type": "qa", "question": "Where do bees sleep?", "answer": "In the hive, clustered."});
+    let (status, stored) =
+        json_of(post(&alice, "/api/v1/remember/entry", json!({"entry": qa, "session_id": "chat"})).await.unwrap())
+            .await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        (&stored["status"], &stored["entry_type"], &stored["dataset_name"]),
+        (&json!("session_stored"), &json!("qa"), &json!("main_dataset"))
+    );
+    assert_eq!(stored["session_ids"], json!(["chat"]));
+    let qa_id = stored["entry_id"].as_str().unwrap().to_string();
+    let feedback = json!({"type": "feedback", "qa_id": qa_id, "feedback_score": 5, "feedback_text": "right"});
+    let (_, rated) = json_of(
+        post(&alice, "/api/v1/remember/entry", json!({"entry": feedback, "session_id": "chat"})).await.unwrap(),
+    )
+    .await;
+    assert_eq!((&rated["status"], &rated["entry_id"]), (&json!("session_stored"), &json!(qa_id)));
+    let unknown = json!({"type": "feedback", "qa_id": "nope", "feedback_score": 2});
+    let (status, errored) =
+        json_of(post(&alice, "/api/v1/remember/entry", json!({"entry": unknown, "session_id": "chat"})).await.unwrap())
+            .await;
+    assert_eq!(
+        (status, &errored["status"]),
+        (StatusCode::OK, &json!("errored")),
+        "a store failure is reported in a 200"
+    );
+    assert!(errored["error"].as_str().unwrap().contains("nope"));
+    let trace =
+        json!({"type": "trace", "origin_function": "hive_lookup", "status": "error", "error_message": "hive offline"});
+    let (_, stored) =
+        json_of(post(&alice, "/api/v1/remember/entry", json!({"entry": trace, "session_id": "chat"})).await.unwrap())
+            .await;
+    assert_eq!(stored["entry_type"], "trace");
+
+    // Bad entries.
+    let invalid = json!({"error": "Invalid remember request."});
+    let no_session = json!({"entry": {"type": "qa", "question": "q", "answer": "a"}});
+    assert_eq!(
+        json_of(post(&alice, "/api/v1/remember/entry", no_session).await.unwrap()).await,
+        (StatusCode::BAD_REQUEST, invalid.clone())
+    );
+    let bad_score = json!({"entry": {"type": "feedback", "qa_id": qa_id, "feedback_score": 9}, "session_id": "chat"});
+    assert_eq!(
+        json_of(post(&alice, "/api/v1/remember/entry", bad_score).await.unwrap()).await,
+        (StatusCode::BAD_REQUEST, invalid)
+    );
+    let (status, body) = json_of(
+        post(&alice, "/api/v1/remember/entry", json!({"entry": {"question": "q"}, "session_id": "chat"}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, &body["detail"][0]["type"]), (StatusCode::BAD_REQUEST, &json!("union_tag_not_found")));
+    let (status, body) = json_of(
+        post(&alice, "/api/v1/remember/entry", json!({"entry": {"type": "qa", "answer": "a"}, "session_id": "chat"}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["detail"][0]["loc"]),
+        (StatusCode::BAD_REQUEST, &json!(["body", "entry", "qa", "question"])),
+        "{body}"
+    );
+    let (status, _) = json_of(
+        post(
+            &alice,
+            "/api/v1/remember/entry",
+            json!({"entry": {"type": "qa", "question": "q", "answer": "a"}, "session_id": "x".repeat(300)}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "an oversized session id");
+
+    // remember with a session id stores the text as one turn, at once.
+    let form = reqwest::multipart::Form::new()
+        .text("datasetName", "bees")
+        .text("session_id", "chat")
+        .text("raw_data", "Drones do not sting.");
+    let response =
+        client.post(server.url("/api/v1/remember")).header("X-Api-Key", &alice).multipart(form).send().await.unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(
+        (status, &body["status"], &body["session_ids"]),
+        (StatusCode::OK, &json!("session_stored"), &json!(["chat"])),
+        "{body}"
+    );
+
+    // The session lane reads it back, only for its owner.
+    let lane = |key: &str, query: &str| {
+        post(key, "/api/v1/recall", json!({"query": query, "session_id": "chat", "scope": ["session"]}))
+    };
+    let (status, hits) = json_of(lane(&alice, "do drones sting").await.unwrap()).await;
+    assert_eq!(status, 200, "{hits}");
+    assert_eq!((&hits[0]["source"], &hits[0]["answer"]), (&json!("session"), &json!("Drones do not sting.")));
+    let (_, hits) = json_of(lane(&alice, "where do bees sleep").await.unwrap()).await;
+    assert_eq!((&hits[0]["qa_id"], &hits[0]["feedback_score"]), (&json!(qa_id), &json!(5)));
+    let (_, traces) = json_of(
+        post(&alice, "/api/v1/recall", json!({"query": "hive offline", "session_id": "chat", "scope": ["trace"]}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(traces[0]["origin_function"], "hive_lookup");
+    assert_eq!(
+        json_of(lane(&bob, "do drones sting").await.unwrap()).await,
+        (StatusCode::OK, json!([])),
+        "bob's chat is his own"
+    );
+
+    // The sessions router.
+    let (status, listed) = json_of(get(&alice, "/api/v1/sessions").await.unwrap()).await;
+    assert_eq!((status, &listed["total"], &listed["has_more"]), (StatusCode::OK, &json!(1), &json!(false)), "{listed}");
+    assert_eq!(listed["sessions"][0]["session_id"], "chat");
+    let (status, detail) = json_of(get(&alice, "/api/v1/sessions/chat").await.unwrap()).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(
+        (&detail["label"], &detail["msg_count"], &detail["tool_calls"]),
+        (&json!("Where do bees sleep?"), &json!(2), &json!(1))
+    );
+    assert_eq!(detail["qas"].as_array().unwrap().len(), 2);
+    let missing = json!({"detail": "session not found"});
+    assert_eq!(
+        json_of(get(&alice, "/api/v1/sessions/other").await.unwrap()).await,
+        (StatusCode::NOT_FOUND, missing.clone())
+    );
+    assert_eq!(json_of(get(&bob, "/api/v1/sessions/chat").await.unwrap()).await, (StatusCode::NOT_FOUND, missing));
+    let (_, listed) = json_of(get(&bob, "/api/v1/sessions").await.unwrap()).await;
+    assert_eq!(listed["total"], 0);
+    let (status, body) = json_of(get(&alice, "/api/v1/sessions?range=1y").await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "range"])));
+    let (_, paged) = json_of(get(&alice, "/api/v1/sessions?limit=1&offset=1&range=all").await.unwrap()).await;
+    assert_eq!((&paged["total"], &paged["sessions"]), (&json!(1), &json!([])));
+    server.stop().await;
+}
+
 /// The event-stream frames of a body: `(event, data)`.
 fn frames(text: &str) -> Vec<(String, Value)> {
     text.split("\n\n")
@@ -827,6 +981,9 @@ async fn the_openapi_document_lists_every_route() {
         ("post", "/api/v1/search"),
         ("get", "/api/v1/search"),
         ("post", "/api/v1/remember"),
+        ("post", "/api/v1/remember/entry"),
+        ("get", "/api/v1/sessions"),
+        ("get", "/api/v1/sessions/{session_id}"),
         ("post", "/api/v1/forget"),
         ("post", "/api/v1/add"),
         ("post", "/api/v1/cognify"),

@@ -6,6 +6,7 @@ pub mod health;
 pub mod pipelines;
 pub mod query;
 pub mod remember;
+pub mod sessions;
 pub mod visualize;
 
 use std::ops::RangeInclusive;
@@ -29,6 +30,9 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(query::recall, query::recall_history))
         .routes(routes!(query::search, query::search_history))
         .routes(routes!(remember::remember))
+        .routes(routes!(sessions::remember_entry))
+        .routes(routes!(sessions::list))
+        .routes(routes!(sessions::detail))
         .routes(routes!(remember::forget))
         .routes(routes!(pipelines::add))
         .routes(routes!(pipelines::cognify))

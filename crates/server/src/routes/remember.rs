@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use recall_core::session::SessionEntry;
 use recall_core::{DatasetId, DatasetRef, RecallError, User};
 use recall_engine::{RememberInput, RememberOutcome};
 use serde::Deserialize;
@@ -59,7 +60,7 @@ pub(super) fn form_dataset(form: &FormData) -> ApiResult<Option<DatasetRef>> {
 }
 
 /// `POST /api/v1/remember`.
-#[utoipa::path(post, path = "/remember", tag = "remember", request_body(content((Object = "multipart/form-data"), (Object = "application/x-www-form-urlencoded")), description = "Form fields: datasetName or datasetId, data (files), raw_data, run_in_background, chunk_size, …"), responses((status = 200, description = "Completed, or running in the background", body = Object), (status = 400, description = "Bad form", body = Object), (status = 409, description = "The run failed", body = Object), (status = 415, description = "Not a UTF-8 text file", body = Object), (status = 501, description = "Not available yet (session_id, content_type)", body = Object)))]
+#[utoipa::path(post, path = "/remember", tag = "remember", request_body(content((Object = "multipart/form-data"), (Object = "application/x-www-form-urlencoded")), description = "Form fields: datasetName or datasetId, data (files), raw_data, run_in_background, chunk_size, …"), responses((status = 200, description = "Completed, or running in the background", body = Object), (status = 400, description = "Bad form", body = Object), (status = 409, description = "The run failed", body = Object), (status = 415, description = "Not a UTF-8 text file", body = Object), (status = 501, description = "Not available yet (content_type)", body = Object)))]
 pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Response> {
     let started = Instant::now();
     let target =
@@ -76,11 +77,8 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
             )),
         });
     }
-    if form.text("session_id").is_some() {
-        return Err(ApiError::detail(
-            StatusCode::NOT_IMPLEMENTED,
-            "session_id: session memory is not available on this server yet; remember without it.",
-        ));
+    if let Some(session_id) = form.text("session_id").map(str::trim).filter(|s| !s.is_empty()) {
+        return remember_in_session(&state, &user, &target, session_id, &form, started).await;
     }
     let background = form.bool("run_in_background")?.unwrap_or(false);
     form.bool("self_improvement")?;
@@ -118,6 +116,50 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
         Ok(outcome) => Ok(Json(completed(&outcome, started)).into_response()),
         Err(e) => Err(remember_error(e, &target, &user)),
     }
+}
+
+/// Session mode: the form's texts (uploads decoded as UTF-8 text, and
+/// `raw_data`) become one QA entry of the session (`question` empty, the
+/// text as the answer), bound to the dataset; the answer is immediate. With
+/// session memory off nothing is stored and the answer is the same.
+async fn remember_in_session(
+    state: &AppState,
+    user: &User,
+    target: &DatasetRef,
+    session_id: &str,
+    form: &FormData,
+    started: Instant,
+) -> ApiResult<Response> {
+    let texts: Vec<String> = inputs(form)?
+        .into_iter()
+        .filter_map(|input| match input {
+            RememberInput::Text { text, .. } => Some(text),
+            RememberInput::File(_) => None,
+        })
+        .collect();
+    if texts.is_empty() {
+        return Err(bad_request("Provide at least one file in 'data' or one entry in 'raw_data'."));
+    }
+    let engine = state.engine();
+    let dataset = engine.writable_dataset(user, target).await?;
+    if let Ok(sessions) = engine.session_memory() {
+        let entry = SessionEntry::Qa {
+            question: String::new(),
+            answer: texts.join("\n\n"),
+            context: String::new(),
+            qa_id: None,
+            feedback_text: None,
+            feedback_score: None,
+            used_graph_element_ids: None,
+        };
+        sessions.remember_entry(user, session_id, Some(dataset.id), entry).await?;
+    }
+    Ok(Json(json!({
+        "status": "session_stored", "dataset_name": dataset.name, "dataset_id": dataset.id,
+        "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": started.elapsed().as_secs_f64(),
+        "session_ids": [session_id],
+    }))
+    .into_response())
 }
 
 fn completed(outcome: &RememberOutcome, started: Instant) -> Value {
