@@ -134,6 +134,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             access_control: settings.enable_backend_access_control,
             prompt_dirs: settings.prompt_dirs(),
             credentials: settings.credentials()?,
+            improve_feedback_alpha: settings.improve_feedback_alpha,
         })
         .build()?;
     tracing::info!(relational = %active.relational, graph = %active.graph, vector = %active.vector,

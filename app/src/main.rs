@@ -92,6 +92,18 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Apply the ratings of a dataset's answers to its graph: the elements a
+    /// well-rated answer used rank higher in recalls with --feedback-influence
+    /// (docs/sessions.md).
+    Improve {
+        #[command(flatten)]
+        target: Target,
+        /// How far one rating moves a weight, in (0, 1] [default: IMPROVE_FEEDBACK_ALPHA].
+        #[arg(long)]
+        alpha: Option<f64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a dataset's graph as JSON or Graphviz DOT.
     Graph {
         #[command(flatten)]
@@ -549,6 +561,28 @@ async fn run(cli: Cli) -> Result<()> {
                     let gone = engine.forget_dataset(&user, &target).await?;
                     println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
                 }
+            }
+            Ok(())
+        }
+        Command::Improve { target, alpha, json } => {
+            let target = target.get();
+            let (engine, user) = who.reader_of(&target).await?;
+            let outcome = engine.improve(&user, &target, alpha).await?;
+            if json {
+                return print_json(&outcome);
+            }
+            let stage = &outcome.stages[0];
+            let count = |k: &str| stage.counts.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            match (stage.status.as_str(), &stage.error) {
+                (_, Some(error)) => return Err(RecallError::backend_msg(format!("improve failed: {error}"))),
+                ("skipped", _) => println!("Nothing to improve: session memory is off (CACHING=false)."),
+                _ => println!(
+                    "Improved dataset '{}': {} rating(s) applied ({} node and {} edge weight(s) moved).",
+                    outcome.dataset_name,
+                    count("rated"),
+                    count("nodes"),
+                    count("edges")
+                ),
             }
             Ok(())
         }

@@ -47,6 +47,7 @@ const COGNEE_VARS: &[&str] = &[
     "SESSION_TTL_SECONDS",
     "CACHE_PURGE_INTERVAL_SECONDS",
     "SESSION_HISTORY_LAST_N",
+    "IMPROVE_FEEDBACK_ALPHA",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -151,6 +152,8 @@ pub struct Settings {
     pub cache_purge_interval_seconds: u64,
     /// SESSION_HISTORY_LAST_N (≥ 1): recent turns a completion carries.
     pub session_history_last_n: usize,
+    /// IMPROVE_FEEDBACK_ALPHA (0, 1]: how far one rating moves a graph element's weight.
+    pub improve_feedback_alpha: f64,
 }
 
 /// Values given on the command line, which win over everything.

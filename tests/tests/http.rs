@@ -724,6 +724,26 @@ async fn session_entries_session_remember_and_the_sessions_routes() {
     assert_eq!(listed["total"], 0);
     let (status, body) = json_of(get(&alice, "/api/v1/sessions?range=1y").await.unwrap()).await;
     assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "range"])));
+    // improve applies the rating (a typed entry with no graph elements moves nothing).
+    let (status, improved) =
+        json_of(post(&alice, "/api/v1/improve", json!({"datasetName": "main_dataset"})).await.unwrap()).await;
+    assert_eq!(
+        (status, &improved["status"], &improved["stages"][0]["stage"]),
+        (StatusCode::OK, &json!("completed"), &json!("feedback_weights")),
+        "{improved}"
+    );
+    assert_eq!(
+        json_of(post(&alice, "/api/v1/improve", json!({})).await.unwrap()).await,
+        (StatusCode::BAD_REQUEST, json!({"detail": "Either datasetId or datasetName must be provided."}))
+    );
+    let (status, body) = json_of(
+        post(&alice, "/api/v1/improve", json!({"dataset_name": "main_dataset", "feedback_alpha": 2})).await.unwrap(),
+    )
+    .await;
+    assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["body", "feedback_alpha"])));
+    let (status, _) =
+        json_of(post(&bob, "/api/v1/improve", json!({"dataset_id": stored["dataset_id"]})).await.unwrap()).await;
+    assert_eq!(status, 403, "bob may not write alice's dataset");
     let (_, paged) = json_of(get(&alice, "/api/v1/sessions?limit=1&offset=1&range=all").await.unwrap()).await;
     assert_eq!((&paged["total"], &paged["sessions"]), (&json!(1), &json!([])));
     server.stop().await;
@@ -987,6 +1007,7 @@ async fn the_openapi_document_lists_every_route() {
         ("post", "/api/v1/forget"),
         ("post", "/api/v1/add"),
         ("post", "/api/v1/cognify"),
+        ("post", "/api/v1/improve"),
         ("get", "/api/v1/datasets"),
         ("post", "/api/v1/datasets"),
         ("delete", "/api/v1/datasets"),

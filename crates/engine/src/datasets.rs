@@ -105,6 +105,12 @@ impl Engine {
 
     /// The dataset a write goes to: the caller's own by name (created when
     /// missing), or an id the caller may write to (403 otherwise).
+    /// An existing dataset the caller holds `permission` on: by name among
+    /// the caller's own (404), by id (403). Nothing is created.
+    pub async fn dataset_with(&self, user: &User, target: &DatasetRef, permission: Permission) -> Result<Dataset> {
+        self.authorize(user, target, permission).await
+    }
+
     pub async fn writable_dataset(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
         self.writable(user, target).await
     }

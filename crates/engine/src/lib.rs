@@ -25,6 +25,7 @@ pub use ingest::chunking::{chunk_text, TextChunk};
 pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
 pub use ingest::global_context::{bucket_summary_id, root_summary_id};
+pub use ingest::improve::{ImproveOutcome, ImproveStage};
 pub use ingest::progress::{NoProgress, RememberProgress};
 pub use ingest::remember::{check_inputs, AddOutcome, RememberInput, RememberOutcome};
 pub use query::dataset_routing::{self, DatasetRoutingConfig};
@@ -71,6 +72,8 @@ pub struct EngineConfig {
     pub prompt_dirs: Vec<PathBuf>,
     /// API keys and passwords (docs/auth.md).
     pub credentials: CredentialsConfig,
+    /// `IMPROVE_FEEDBACK_ALPHA` (0, 1]: how far one rating moves an element's weight.
+    pub improve_feedback_alpha: f64,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +94,7 @@ impl Default for EngineConfig {
             access_control: true,
             prompt_dirs: Vec::new(),
             credentials: CredentialsConfig::default(),
+            improve_feedback_alpha: ingest::improve::DEFAULT_FEEDBACK_ALPHA,
         }
     }
 }

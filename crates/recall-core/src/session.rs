@@ -217,6 +217,22 @@ pub struct StoredEntry {
     pub id: String,
 }
 
+/// A rating of an answer, not yet applied to the graph elements the answer
+/// used (docs/sessions.md, "Feedback that changes ranking").
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingRating {
+    pub key: SessionKey,
+    pub qa_id: String,
+    /// 1..5.
+    pub score: i64,
+    /// From a turn analysis rather than the user: applied at half strength.
+    pub implicit: bool,
+    pub node_ids: Vec<Uuid>,
+    pub edge_ids: Vec<Uuid>,
+    /// Earlier attempts that failed.
+    pub attempts: u32,
+}
+
 /// What the engine asks of session memory (the sessions crate implements
 /// it): the `session`, `trace` and `session_context` lanes of recall, the
 /// conversation a completion carries and the turn it records, and the
@@ -307,6 +323,13 @@ pub trait SessionMemory: Send + Sync {
     /// Forgets what a dataset left in session memory: every QA entry its
     /// searches wrote and its default sessions.
     async fn forget_dataset(&self, dataset: DatasetId) -> Result<u64>;
+
+    /// The ratings of `dataset`'s answers that the graph has not taken in yet.
+    async fn pending_ratings(&self, dataset: DatasetId) -> Result<Vec<PendingRating>>;
+
+    /// Records that a rating was applied (or that an attempt failed: after
+    /// three, it is given up).
+    async fn settle_rating(&self, rating: &PendingRating, applied: bool) -> Result<()>;
 
     /// Forgets the QA entries of `dataset`'s searches that used any of
     /// `element_ids` (graph elements that no longer exist).

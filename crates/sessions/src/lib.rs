@@ -14,8 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use recall_core::session::{
-    record_kind, CompletedTurn, ContextRecord, Conversation, QaEntry, SessionEntry, SessionInfo, SessionKey,
-    SessionMemory, SessionStore, StoredEntry, TraceStep, WriteStamp,
+    record_kind, CompletedTurn, ContextRecord, Conversation, PendingRating, QaEntry, SessionEntry, SessionInfo,
+    SessionKey, SessionMemory, SessionStore, StoredEntry, TraceStep, WriteStamp,
 };
 use recall_core::{
     now_millis, DatasetId, EpochMillis, RecallError, ResponseAgentTraceEntry, ResponseQAEntry,
@@ -32,6 +32,14 @@ pub const MAX_QA_FIELD_CHARS: usize = 65_536;
 pub const MAX_TRACE_FIELD_CHARS: usize = 8_192;
 /// The longest serialised parameters or return value of a trace step.
 pub const MAX_TRACE_JSON_CHARS: usize = 16_384;
+
+/// `memify_metadata` keys of the feedback bookkeeping.
+const APPLIED: &str = "feedback_weights_applied";
+const ATTEMPTS: &str = "feedback_weights_applied_attempts";
+/// Where a turn analysis leaves its rating of the previous answer.
+pub const PREVIOUS_ANSWER_RATING: &str = "previous_answer_rating";
+/// Attempts after which a rating that cannot be applied is given up.
+const MAX_RATING_ATTEMPTS: u32 = 3;
 
 /// How session memory behaves (docs/sessions.md, "Configuration").
 #[derive(Debug, Clone)]
@@ -495,6 +503,63 @@ impl SessionMemory for Sessions {
 
     async fn forget_dataset(&self, dataset: DatasetId) -> Result<u64> {
         self.store.forget_dataset(dataset, &[default_session_id(Some(dataset))]).await
+    }
+
+    async fn pending_ratings(&self, dataset: DatasetId) -> Result<Vec<PendingRating>> {
+        let mut pending = Vec::new();
+        for (key, entry) in self.store.dataset_qa(dataset, now_millis()).await? {
+            let meta = entry.memify_metadata.as_ref().and_then(Value::as_object);
+            let flag = |k: &str| meta.and_then(|m| m.get(k));
+            if flag(APPLIED).and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            let implicit_score = flag(PREVIOUS_ANSWER_RATING).and_then(Value::as_i64);
+            let (score, implicit) = match (entry.feedback_score, implicit_score) {
+                (Some(s), _) => (s, false),
+                (None, Some(s)) => (s, true),
+                (None, None) => continue,
+            };
+            let uuids = |k: &str| -> Vec<Uuid> {
+                entry
+                    .used_graph_element_ids
+                    .as_ref()
+                    .and_then(|u| u.get(k))
+                    .and_then(Value::as_array)
+                    .map(|ids| ids.iter().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect())
+                    .unwrap_or_default()
+            };
+            let (node_ids, edge_ids) = (uuids("node_ids"), uuids("edge_ids"));
+            if !(1..=5).contains(&score) || (node_ids.is_empty() && edge_ids.is_empty()) {
+                continue;
+            }
+            let attempts = flag(ATTEMPTS).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+            pending.push(PendingRating { key, qa_id: entry.qa_id, score, implicit, node_ids, edge_ids, attempts });
+        }
+        Ok(pending)
+    }
+
+    async fn settle_rating(&self, rating: &PendingRating, applied: bool) -> Result<()> {
+        let Some(mut entry) = self.store.qa_entry(&rating.key, &rating.qa_id, now_millis()).await? else {
+            return Ok(());
+        };
+        let mut meta = match entry.memify_metadata.take() {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let attempts = rating.attempts + 1;
+        let done = applied || attempts >= MAX_RATING_ATTEMPTS;
+        meta.insert(APPLIED.into(), Value::Bool(done));
+        meta.insert(ATTEMPTS.into(), Value::from(attempts));
+        if applied {
+            meta.insert("feedback_weights_applied_score".into(), Value::from(rating.score));
+            let source = if rating.implicit { "implicit" } else { "explicit" };
+            meta.insert("feedback_weights_applied_source".into(), Value::from(source));
+            let ids = |ids: &[Uuid]| Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>());
+            meta.insert("feedback_weights_applied_node_ids".into(), ids(&rating.node_ids));
+            meta.insert("feedback_weights_applied_edge_ids".into(), ids(&rating.edge_ids));
+        }
+        entry.memify_metadata = Some(Value::Object(meta));
+        self.put_qa(&rating.key, None, &entry).await
     }
 
     async fn forget_elements(&self, dataset: DatasetId, element_ids: &[Uuid]) -> Result<u64> {

@@ -7,5 +7,6 @@ pub(crate) mod cognify;
 pub mod extract;
 pub(crate) mod forget;
 pub(crate) mod global_context;
+pub(crate) mod improve;
 pub(crate) mod progress;
 pub(crate) mod remember;

@@ -36,6 +36,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(remember::forget))
         .routes(routes!(pipelines::add))
         .routes(routes!(pipelines::cognify))
+        .routes(routes!(pipelines::improve))
         .routes(routes!(datasets::list, datasets::create, datasets::delete_all))
         .routes(routes!(datasets::status))
         .routes(routes!(datasets::delete_one))

@@ -103,3 +103,65 @@ pub async fn cognify(
     }
     Ok(Json(Value::Object(out)))
 }
+
+/// `POST /api/v1/improve`'s body (camelCase or snake_case).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct ImproveBody {
+    #[serde(alias = "datasetName")]
+    dataset_name: Option<String>,
+    /// A UUID; `""` counts as absent.
+    #[serde(alias = "datasetId")]
+    dataset_id: Option<String>,
+    #[serde(alias = "sessionIds")]
+    session_ids: Option<Vec<String>>,
+    #[serde(alias = "runInBackground")]
+    run_in_background: bool,
+    #[serde(alias = "feedbackAlpha")]
+    feedback_alpha: Option<f64>,
+}
+
+/// `POST /api/v1/improve`: applies the ratings of the dataset's answers to
+/// its graph (docs/sessions.md); Cognee's other stages are reported skipped.
+#[utoipa::path(post, path = "/improve", tag = "remember", request_body = ImproveBody, responses((status = 200, description = "ImproveResult", body = Object), (status = 400, description = "No dataset, or a bad feedback_alpha", body = Object), (status = 403, description = "No write permission", body = Object)))]
+pub async fn improve(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    JsonBody(body): JsonBody<ImproveBody>,
+) -> ApiResult<Json<Value>> {
+    if let Some(alpha) = body.feedback_alpha.filter(|a| !(*a > 0.0 && *a <= 1.0)) {
+        return Err(ApiError::invalid(
+            "less_than_equal",
+            vec![json!("body"), json!("feedback_alpha")],
+            "Input should be greater than 0 and less than or equal to 1",
+            json!(alpha),
+        ));
+    }
+    let id = body.dataset_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let target = match (id, body.dataset_name.filter(|n| !n.trim().is_empty())) {
+        (Some(id), _) => DatasetRef::Id(super::parse_dataset_id(id, "dataset_id")?),
+        (None, Some(name)) => DatasetRef::Name(name),
+        (None, None) => {
+            return Err(ApiError::detail(StatusCode::BAD_REQUEST, "Either datasetId or datasetName must be provided."))
+        }
+    };
+    let engine = state.engine().clone();
+    if body.run_in_background {
+        let dataset = engine.dataset_with(&user, &target, recall_core::Permission::Write).await?;
+        let alpha = body.feedback_alpha;
+        let session_ids = body.session_ids.unwrap_or_default();
+        state.spawn_background(async move {
+            if let Err(e) = engine.improve(&user, &DatasetRef::Id(dataset.id), alpha).await {
+                tracing::error!(error = %e, dataset = %dataset.id, "background improve failed");
+            }
+        });
+        return Ok(Json(json!({
+            "dataset_id": dataset.id, "dataset_name": dataset.name, "session_ids": session_ids, "stages": [],
+            "background": true, "finished": false, "error": null, "rerun_requested": false, "rerun_passes": [],
+            "memify_run": {}, "status": "running",
+        })));
+    }
+    let mut outcome = engine.improve(&user, &target, body.feedback_alpha).await?;
+    outcome.session_ids = body.session_ids.unwrap_or_default();
+    Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?))
+}
