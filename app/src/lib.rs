@@ -112,7 +112,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     if let Some(config) = settings.session_config()? {
         // Session memory lives in the relational database, beside the history.
         let store = Arc::new(SqlSessionStore::new(db.clone()));
-        builder = builder.sessions(Arc::new(recall_sessions::Sessions::new(store, config)));
+        builder = builder.sessions(Arc::new(recall_sessions::Sessions::new(store, config).with_llm(llm.clone())));
     }
     let engine = builder
         .llm(llm)

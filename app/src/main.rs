@@ -47,6 +47,10 @@ enum Command {
         text: Vec<String>,
         /// Files or directories.
         paths: Vec<PathBuf>,
+        /// Store the texts as one turn of this session instead of building
+        /// them into the graph (docs/sessions.md).
+        #[arg(long)]
+        session_id: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -426,7 +430,9 @@ async fn run(cli: Cli) -> Result<()> {
     let settings = settings;
     let who = Who { settings: &settings, email: cli.user.as_deref() };
     match cli.command {
-        Command::Remember { target, text, paths, json } => remember(who, &target.get(), text, &paths, json).await,
+        Command::Remember { target, text, paths, session_id, json } => {
+            remember(who, &target.get(), text, &paths, session_id.as_deref(), json).await
+        }
         Command::Recall(args) => {
             let (request, output) = args.recall_request()?;
             recall(who, &request, output).await
@@ -812,7 +818,14 @@ impl RememberProgress for Bar {
     }
 }
 
-async fn remember(who: Who<'_>, dataset: &DatasetRef, text: Vec<String>, paths: &[PathBuf], json: bool) -> Result<()> {
+async fn remember(
+    who: Who<'_>,
+    dataset: &DatasetRef,
+    text: Vec<String>,
+    paths: &[PathBuf],
+    session_id: Option<&str>,
+    json: bool,
+) -> Result<()> {
     let mut inputs: Vec<RememberInput> = text.into_iter().map(RememberInput::text).collect();
     inputs.extend(expand_paths(paths)?.into_iter().map(RememberInput::File));
     if inputs.is_empty() {
@@ -821,6 +834,17 @@ async fn remember(who: Who<'_>, dataset: &DatasetRef, text: Vec<String>, paths: 
     // Bad input is refused before storage is even opened.
     recall_engine::check_inputs(&inputs)?;
     let (engine, user) = who.writer().await?;
+    if let Some(session_id) = session_id {
+        let stored = engine.remember_in_session(&user, dataset, session_id, &inputs).await?;
+        if json {
+            return print_json(&serde_json::json!({
+                "status": "session_stored", "dataset_name": stored.name, "dataset_id": stored.id,
+                "session_ids": [session_id],
+            }));
+        }
+        println!("Stored {} text(s) as one turn of session '{session_id}' (dataset '{}').", inputs.len(), stored.name);
+        return Ok(());
+    }
     let progress = Bar::new(json || inputs.len() < 2);
     let outcome = engine.remember_with_progress(&user, dataset, &inputs, &progress).await;
     progress.0.finish_and_clear();

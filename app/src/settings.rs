@@ -48,6 +48,8 @@ const COGNEE_VARS: &[&str] = &[
     "CACHE_PURGE_INTERVAL_SECONDS",
     "SESSION_HISTORY_LAST_N",
     "IMPROVE_FEEDBACK_ALPHA",
+    "AUTO_FEEDBACK",
+    "SESSION_SEARCH_MODE",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -154,6 +156,11 @@ pub struct Settings {
     pub session_history_last_n: usize,
     /// IMPROVE_FEEDBACK_ALPHA (0, 1]: how far one rating moves a graph element's weight.
     pub improve_feedback_alpha: f64,
+    /// AUTO_FEEDBACK: completions in a session analyse each message (an LLM call).
+    #[serde(deserialize_with = "on_unless_off")]
+    pub auto_feedback: bool,
+    /// SESSION_SEARCH_MODE: `concurrent` (the analysis beside retrieval) or `sequential` (before it).
+    pub session_search_mode: String,
 }
 
 /// Values given on the command line, which win over everything.
@@ -291,11 +298,22 @@ impl Settings {
         if self.session_history_last_n == 0 {
             return Err(RecallError::invalid_input("session_history_last_n must be at least 1"));
         }
+        let turn_mode = match self.session_search_mode.trim().to_ascii_lowercase().as_str() {
+            "concurrent" | "" => recall_core::session::TurnMode::Concurrent,
+            "sequential" => recall_core::session::TurnMode::Sequential,
+            other => {
+                return Err(RecallError::invalid_input(format!(
+                    "unknown session_search_mode '{other}': use concurrent or sequential"
+                )))
+            }
+        };
         let seconds = std::time::Duration::from_secs;
         Ok(Some(recall_sessions::SessionConfig {
             ttl: Some(seconds(self.session_ttl_seconds)).filter(|t| !t.is_zero()),
             history_last_n: self.session_history_last_n,
             purge_interval: seconds(self.cache_purge_interval_seconds),
+            auto_feedback: self.auto_feedback,
+            turn_mode,
         }))
     }
 

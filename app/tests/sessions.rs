@@ -13,22 +13,48 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-/// The chat requests the fake server received, in order.
+/// The answer requests the fake server received, in order.
 type Received = Arc<Mutex<Vec<Value>>>;
 
-/// Answers the n-th chat call with "Answer n." and keeps every request.
+/// The turn analysis the fake model gives a message.
+fn analysis_of(message: &str) -> Value {
+    let mut analysis = json!({
+        "response_to_user": null, "query_to_answer": message, "served_context_ratings": [],
+        "candidate_context_updates": [], "previous_answer_rating": null
+    });
+    if message == TURNS[1] {
+        // The second message also states a rule, and reacts to the first answer.
+        analysis["candidate_context_updates"] =
+            json!([{"section": "rules", "content": "Answer in one sentence.", "confidence": 0.9}]);
+        analysis["previous_answer_rating"] = json!(4);
+    }
+    if message == THANKS {
+        analysis = json!({
+            "response_to_user": "Glad it helped!", "query_to_answer": null, "served_context_ratings": [],
+            "candidate_context_updates": [], "previous_answer_rating": 5
+        });
+    }
+    analysis
+}
+
+/// Answers the n-th answer call with "Answer n.", a turn-analysis call
+/// (a structured one) with [`analysis_of`] its message; keeps every request.
 async fn fake_llm(received: Received) -> String {
     let app = Router::new().route(
         "/v1/chat/completions",
         post(move |Json(body): Json<Value>| {
             let received = received.clone();
             async move {
-                let n = {
+                let content = if body.get("response_format").is_some() {
+                    let input = body["messages"][1]["content"].as_str().unwrap().to_string();
+                    let message = input.strip_prefix("CURRENT USER MESSAGE:\n").unwrap().split("\n\n").next().unwrap();
+                    analysis_of(message).to_string()
+                } else {
                     let mut r = received.lock().unwrap();
                     r.push(body);
-                    r.len()
+                    format!("Answer {}.", r.len())
                 };
-                Json(json!({"choices": [{"message": {"role": "assistant", "content": format!("Answer {n}.")}}]}))
+                Json(json!({"choices": [{"message": {"role": "assistant", "content": content}}]}))
             }
         }),
     );
@@ -74,8 +100,12 @@ fn system_prompt(request: &Value) -> String {
         .to_string()
 }
 
-const TURNS: [&str; 3] =
-    ["How do honeybees share directions?", "What does the waggle dance encode?", "Why do bees dance at all?"];
+const TURNS: [&str; 3] = [
+    "How do honeybees share directions?",
+    "What does the waggle dance encode? Answer in one sentence from now on.",
+    "Why do bees dance at all?",
+];
+const THANKS: &str = "Thanks, that was perfect!";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_turn_conversation_carries_its_history() {
@@ -105,7 +135,7 @@ async fn a_three_turn_conversation_carries_its_history() {
         assert!(results[0]["text"].as_str().unwrap().starts_with("Answer"), "{out}");
     }
     let calls = received.lock().unwrap().clone();
-    assert_eq!(calls.len(), 3, "one LLM call per turn");
+    assert_eq!(calls.len(), 3, "one answer call per turn (and a turn analysis beside each)");
     let first = system_prompt(&calls[0]);
     assert!(!first.contains("Previous conversation"), "the first turn has no history: {first}");
     let second = system_prompt(&calls[1]);
@@ -116,14 +146,37 @@ async fn a_three_turn_conversation_carries_its_history() {
     let two = third.find(&format!("QUESTION: {}\nANSWER: Answer 2.", TURNS[1])).expect("turn 2 in turn 3");
     assert!(one < two, "oldest first");
     assert!(!third.contains(TURNS[2]), "the current question is not history");
+    // The rule the second message stated guides the third answer.
+    let third_user = calls[2]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        third_user.contains("## Active session guidance") && third_user.contains("] Answer in one sentence."),
+        "{third_user}"
+    );
+    let guidance = ok(common::recall(d, &["session", "guidance", "chat"]));
+    assert!(guidance.contains("### Rules") && guidance.contains("Answer in one sentence."), "{guidance}");
+
+    // A message that asks nothing is acknowledged, not answered, and rates the answer before it.
+    let out =
+        ok(with_llm(d, &endpoint, &["recall", THANKS, "--type", "GRAPH_COMPLETION", "--session-id", "chat", "--json"]));
+    let results: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(results[0]["text"], "Glad it helped!", "{out}");
+    let shown: Value = serde_json::from_str(&ok(common::recall(d, &["session", "show", "chat", "--json"]))).unwrap();
+    let shown = shown.as_array().unwrap();
+    assert_eq!(shown.len(), 4);
+    assert_eq!((shown[3]["question"].as_str(), shown[3]["answer"].as_str()), (Some(THANKS), Some("Glad it helped!")));
+    assert_eq!(shown[0]["memify_metadata"]["previous_answer_rating"], 4, "the second message rated the first answer");
+    assert_eq!(shown[2]["memify_metadata"]["previous_answer_rating"], 5);
+    let improved: Value =
+        serde_json::from_str(&ok(common::recall(d, &["improve", "--dataset", "bees", "--json"]))).unwrap();
+    assert_eq!(improved["stages"][0]["counts"]["rated"], 2, "two implicit ratings: {improved}");
 
     // The turns, listed and shown.
     let listed: Value = serde_json::from_str(&ok(common::recall(d, &["session", "list", "--json"]))).unwrap();
     assert_eq!(listed[0]["session_id"], "chat");
-    assert_eq!(listed[0]["qa_count"], 3);
+    assert_eq!(listed[0]["qa_count"], 4);
     let shown: Value = serde_json::from_str(&ok(common::recall(d, &["session", "show", "chat", "--json"]))).unwrap();
     let shown = shown.as_array().unwrap();
-    assert_eq!(shown.iter().map(|e| e["question"].as_str().unwrap()).collect::<Vec<_>>(), TURNS);
+    assert_eq!(shown.iter().take(3).map(|e| e["question"].as_str().unwrap()).collect::<Vec<_>>(), TURNS);
     assert_eq!(shown[1]["answer"], "Answer 2.");
     assert!(shown[0]["used_graph_element_ids"]["node_ids"].as_array().is_some_and(|ids| !ids.is_empty()));
     let last: Value =
@@ -161,11 +214,28 @@ async fn a_three_turn_conversation_carries_its_history() {
     ));
     ok(with_llm(d, &endpoint, &["recall", "bees?", "--type", "CHUNKS", "--session-id", "chat"]));
     let shown: Value = serde_json::from_str(&ok(common::recall(d, &["session", "show", "chat", "--json"]))).unwrap();
-    assert_eq!(shown.as_array().unwrap().len(), 3);
+    assert_eq!(shown.as_array().unwrap().len(), 4);
     ok(with_llm(d, &endpoint, &["recall", "Do bees dance?", "--type", "GRAPH_COMPLETION"]));
     let listed: Value = serde_json::from_str(&ok(common::recall(d, &["session", "list", "--json"]))).unwrap();
     let default = listed[0]["session_id"].as_str().unwrap().to_string();
     assert!(default.starts_with("default_session_"), "{listed}");
+
+    // remember --session-id stores the text as one turn; nothing is built.
+    let out = ok(common::recall(
+        d,
+        &["remember", "--dataset", "notes", "--session-id", "scratch", "--text", "Queens can live for years."],
+    ));
+    assert!(out.contains("one turn of session 'scratch'"), "{out}");
+    let shown: Value = serde_json::from_str(&ok(common::recall(d, &["session", "show", "scratch", "--json"]))).unwrap();
+    assert_eq!((&shown[0]["question"], &shown[0]["answer"]), (&json!(""), &json!("Queens can live for years.")));
+    let hits: Value = serde_json::from_str(&ok(common::recall(
+        d,
+        &["recall", "queens", "--session-id", "scratch", "--scope", "session", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(hits[0]["answer"], "Queens can live for years.");
+    let bad = common::recall(d, &["remember", "--dataset", "notes", "--session-id", " ", "--text", "x"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("SessionParameterValidationError"), "a blank session id");
 
     // Forgetting the dataset forgets what its searches left in sessions.
     ok(common::recall(d, &["forget", "--dataset", "bees"]));

@@ -724,6 +724,9 @@ async fn session_entries_session_remember_and_the_sessions_routes() {
     assert_eq!(listed["total"], 0);
     let (status, body) = json_of(get(&alice, "/api/v1/sessions?range=1y").await.unwrap()).await;
     assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "range"])));
+    // A blocking remember improves afterwards (self_improvement defaults to true).
+    let built = remember_texts(&client, &server, &alice, "hive", &["Worker bees build wax combs."]).await;
+    assert_eq!(built["improve"]["stages"][0]["stage"], "feedback_weights", "{built}");
     // improve applies the rating (a typed entry with no graph elements moves nothing).
     let (status, improved) =
         json_of(post(&alice, "/api/v1/improve", json!({"datasetName": "main_dataset"})).await.unwrap()).await;

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use recall_core::session::{ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, TraceStep, WriteStamp};
+use recall_core::session::{
+    ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, SessionVersion, TraceStep, WriteStamp,
+};
 use recall_core::{DatasetId, EpochMillis, Result};
 use tokio::sync::RwLock;
 use uuid::Uuid;
@@ -21,6 +23,7 @@ impl<T> Row<T> {
 }
 
 struct Session {
+    version: i64,
     created_at: EpochMillis,
     updated_at: EpochMillis,
     dataset: Option<DatasetId>,
@@ -33,6 +36,7 @@ struct Session {
 impl Session {
     fn new(now: EpochMillis) -> Self {
         Self {
+            version: 0,
             created_at: now,
             updated_at: now,
             dataset: None,
@@ -46,6 +50,7 @@ impl Session {
     /// A write at `at`: the session's activity, and every row's expiry slid
     /// (only rows more than 5 % stale are re-stamped, as the SQL store does).
     fn touch(&mut self, at: WriteStamp, dataset: Option<DatasetId>) {
+        self.version += 1;
         self.updated_at = at.now;
         if dataset.is_some() {
             self.dataset = dataset;
@@ -128,6 +133,7 @@ impl SessionStore for MemorySessionStore {
         let Some(session) = sessions.get_mut(key) else { return Ok(0) };
         let before = session.qa.len();
         session.qa.retain(|r| !qa_ids.contains(&r.item.qa_id));
+        session.version += 1;
         Ok((before - session.qa.len()) as u64)
     }
 
@@ -181,6 +187,14 @@ impl SessionStore for MemorySessionStore {
         Ok(out)
     }
 
+    async fn session_version(&self, key: &SessionKey, now: EpochMillis) -> Result<Option<SessionVersion>> {
+        let sessions = self.sessions.read().await;
+        Ok(sessions
+            .get(key)
+            .filter(|s| s.live(now))
+            .map(|s| SessionVersion { version: s.version, updated_at: s.updated_at }))
+    }
+
     async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
         Ok(self.sessions.write().await.remove(key).is_some())
     }
@@ -205,6 +219,9 @@ impl SessionStore for MemorySessionStore {
             }
             let before = s.qa.len();
             s.qa.retain(|r| r.dataset != Some(dataset));
+            if s.qa.len() < before {
+                s.version += 1;
+            }
             deleted += (before - s.qa.len()) as u64;
             true
         });

@@ -423,7 +423,7 @@ impl MigrationTrait for M20261206Sessions {
             ),
             "CREATE TABLE IF NOT EXISTS session_records (session_id TEXT NOT NULL, user_id TEXT NOT NULL, \
              dataset_id TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, expires_at BIGINT, \
-             PRIMARY KEY (session_id, user_id))"
+             version BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (session_id, user_id))"
                 .into(),
             "CREATE INDEX IF NOT EXISTS session_records_user ON session_records (user_id, updated_at)".into(),
         ];

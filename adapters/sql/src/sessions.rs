@@ -5,7 +5,9 @@
 //! slides the expiry of the session's stale rows.
 
 use async_trait::async_trait;
-use recall_core::session::{ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, TraceStep, WriteStamp};
+use recall_core::session::{
+    ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, SessionVersion, TraceStep, WriteStamp,
+};
 use recall_core::{DatasetId, EpochMillis, RecallError, Result};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, QueryResult, TransactionTrait, Value};
 use serde::de::DeserializeOwned;
@@ -47,9 +49,10 @@ impl SqlSessionStore {
     ) -> Result<()> {
         let expires = at.expires_at();
         txn.execute_raw(self.db.stmt(
-            "INSERT INTO session_records (session_id, user_id, dataset_id, created_at, updated_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $4, $5) ON CONFLICT (session_id, user_id) DO UPDATE SET \
+            "INSERT INTO session_records (session_id, user_id, dataset_id, created_at, updated_at, expires_at, version) \
+             VALUES ($1, $2, $3, $4, $4, $5, 1) ON CONFLICT (session_id, user_id) DO UPDATE SET \
              updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
+             version = session_records.version + 1, \
              dataset_id = COALESCE(excluded.dataset_id, session_records.dataset_id)",
             vec![
                 key.session_id.clone().into(),
@@ -189,7 +192,16 @@ impl SessionStore for SqlSessionStore {
             "DELETE FROM cache_qa_entries WHERE user_id = $1 AND session_id = $2 AND qa_id IN ({})",
             self.db.id_set(3)
         );
-        Ok(self.db.connection().execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?.rows_affected())
+        let txn = self.db.connection().begin().await.map_err(db_err)?;
+        let deleted = txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?.rows_affected();
+        txn.execute_raw(self.db.stmt(
+            "UPDATE session_records SET version = version + 1 WHERE user_id = $1 AND session_id = $2",
+            Self::key_values(key),
+        ))
+        .await
+        .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(deleted)
     }
 
     async fn append_trace(&self, key: &SessionKey, step: &TraceStep, at: WriteStamp) -> Result<()> {
@@ -288,6 +300,22 @@ impl SessionStore for SqlSessionStore {
             .collect()
     }
 
+    async fn session_version(&self, key: &SessionKey, now: EpochMillis) -> Result<Option<SessionVersion>> {
+        let sql = format!(
+            "SELECT version, updated_at FROM session_records WHERE user_id = $1 AND session_id = $2 AND {}",
+            live(3)
+        );
+        let mut values = Self::key_values(key);
+        values.push(now.into());
+        let Some(row) = self.db.connection().query_one_raw(self.db.stmt(&sql, values)).await.map_err(db_err)? else {
+            return Ok(None);
+        };
+        Ok(Some(SessionVersion {
+            version: row.try_get("", "version").map_err(db_err)?,
+            updated_at: row.try_get("", "updated_at").map_err(db_err)?,
+        }))
+    }
+
     async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
         let txn = self.db.connection().begin().await.map_err(db_err)?;
         let mut deleted = 0;
@@ -324,6 +352,15 @@ impl SessionStore for SqlSessionStore {
 
     async fn forget_dataset(&self, dataset: DatasetId, session_ids: &[String]) -> Result<u64> {
         let txn = self.db.connection().begin().await.map_err(db_err)?;
+        // The sessions that lose rows read as changed.
+        txn.execute_raw(self.db.stmt(
+            "UPDATE session_records SET version = version + 1 WHERE EXISTS (SELECT 1 FROM cache_qa_entries q \
+             WHERE q.dataset_id = $1 AND q.user_id = session_records.user_id \
+             AND q.session_id = session_records.session_id)",
+            vec![dataset.to_string().into()],
+        ))
+        .await
+        .map_err(db_err)?;
         let mut deleted = txn
             .execute_raw(
                 self.db.stmt("DELETE FROM cache_qa_entries WHERE dataset_id = $1", vec![dataset.to_string().into()]),

@@ -9,6 +9,11 @@
 //! With `--data-dir`, the store is kept there: a later run with the same
 //! directory skips the ingestion and measures the queries only.
 //!
+//! `--session-turns N` (default 0: off) also fills one session with N QA
+//! turns and measures the session lane over it, the session work a
+//! completion adds (reading the conversation, recording the turn), and
+//! GRAPH_COMPLETION only_context with and without the session.
+//!
 //! The corpus is generated deterministically (same text every run).
 
 use std::time::{Duration, Instant};
@@ -222,8 +227,106 @@ async fn main() -> recall_core::Result<()> {
             .collect();
         println!("    stage p50 (ms): {}", parts.join(", "));
     }
+    let turns = arg("--session-turns", 0);
+    if turns > 0 {
+        session_bench(&engine, &user, turns, queries).await?;
+    }
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// p50 and p95 of `times`, in ms.
+fn summary(times: &mut [Duration]) -> String {
+    times.sort();
+    format!("p50 {:.2} ms, p95 {:.2} ms", ms(percentile(times, 0.5)), ms(percentile(times, 0.95)))
+}
+
+/// The session figures (docs/sessions.md): one session of `turns` QA turns.
+async fn session_bench(
+    engine: &recall_engine::Engine,
+    user: &recall_core::User,
+    turns: usize,
+    queries: usize,
+) -> recall_core::Result<()> {
+    use recall_core::session::{CompletedTurn, SessionEntry};
+    let sessions = engine.session_memory()?;
+    let session = format!("bench-{turns}");
+    let have = sessions.qa_entries(user, &session, None).await?.len();
+    let mut g = Gen(7);
+    let started = Instant::now();
+    for _ in have..turns {
+        let entry = SessionEntry::Qa {
+            question: format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS)),
+            answer: sentence(&mut g),
+            context: String::new(),
+            qa_id: None,
+            feedback_text: None,
+            feedback_score: None,
+            used_graph_element_ids: None,
+        };
+        sessions.remember_entry(user, &session, None, entry).await?;
+    }
+    if have < turns {
+        let n = turns - have;
+        let secs = started.elapsed().as_secs_f64();
+        println!("session: {n} turns written in {secs:.2}s = {:.0} turns/s", n as f64 / secs);
+    }
+
+    let (mut lane, mut conversation, mut record) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..queries {
+        let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
+        let request = RecallRequest::new(q.clone()).session_id(&session).scope(["session"]).top_k(10);
+        let t = Instant::now();
+        let hits = engine.recall(user, &request).await?;
+        lane.push(t.elapsed());
+        if hits.is_empty() {
+            return Err(recall_core::RecallError::backend_msg("the session lane found nothing"));
+        }
+        let t = Instant::now();
+        sessions.conversation(user, &session, &q, true).await?;
+        conversation.push(t.elapsed());
+    }
+    // Recording turns grows the session: into a session of its own.
+    let scratch = format!("{session}-writes");
+    for _ in 0..queries {
+        let turn = CompletedTurn {
+            question: "What did Ada Lovelace do?".into(),
+            answer: sentence(&mut g),
+            used_graph_element_ids: None,
+            used_session_context_ids: Vec::new(),
+        };
+        let t = Instant::now();
+        sessions.record_turn(user, &scratch, None, turn).await?;
+        record.push(t.elapsed());
+    }
+    println!("session lane over {turns} turns, top_k=10: {} ({queries} queries)", summary(&mut lane));
+    println!(
+        "session work of a completion: conversation read {}, turn record {}",
+        summary(&mut conversation),
+        summary(&mut record)
+    );
+
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..queries {
+        let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
+        let plain = RecallRequest::new(q.clone()).query_type(SearchType::GraphCompletion).top_k(10).only_context(true);
+        let t = Instant::now();
+        engine.recall(user, &plain).await?;
+        without.push(t.elapsed());
+        let t = Instant::now();
+        engine.recall(user, &plain.session_id(&session)).await?;
+        with.push(t.elapsed());
+    }
+    println!(
+        "GRAPH_COMPLETION only_context: without a session {}; with the {turns}-turn session {}",
+        summary(&mut without),
+        summary(&mut with)
+    );
     Ok(())
 }

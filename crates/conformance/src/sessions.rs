@@ -63,6 +63,7 @@ pub async fn session_store_conformance(store: Arc<dyn SessionStore>) {
     sliding_ttl(store.as_ref()).await;
     listing_and_deletes(store.as_ref()).await;
     forgetting_a_dataset(store.as_ref()).await;
+    versions_track_every_change(store.as_ref()).await;
     concurrent_writers(store).await;
 }
 
@@ -212,6 +213,43 @@ async fn forgetting_a_dataset(store: &dyn SessionStore) {
     assert!(store.dataset_qa(gone, T).await.unwrap().is_empty());
     let listed: Vec<String> = store.sessions(u1, T).await.unwrap().into_iter().map(|i| i.session_id).collect();
     assert_eq!(listed, ["chat"], "the default session is gone from the list");
+}
+
+/// A session's version changes with every write and delete in it (readers
+/// that keep what they read rely on it), and never with a read.
+async fn versions_track_every_change(store: &dyn SessionStore) {
+    let s = key(Uuid::new_v4(), "versioned");
+    let dataset = DatasetId(Uuid::new_v4());
+    assert_eq!(store.session_version(&s, T).await.unwrap(), None, "no session yet");
+    let mut seen = Vec::new();
+    let mut changed = |v: Option<recall_core::session::SessionVersion>, what: &str| {
+        let v = v.unwrap_or_else(|| panic!("a version after {what}"));
+        assert!(!seen.contains(&v.version), "{what} changes the version");
+        seen.push(v.version);
+        v
+    };
+    store.put_qa(&s, Some(dataset), &qa("a", "x"), at(T, Some(1_000))).await.unwrap();
+    let v = changed(store.session_version(&s, T).await.unwrap(), "a QA write");
+    assert_eq!(v.updated_at, T);
+    store.qa_entries(&s, None, T).await.unwrap();
+    assert_eq!(store.session_version(&s, T).await.unwrap(), Some(v), "reads change nothing");
+    store.put_qa(&s, None, &qa("a", "replaced"), at(T + 1, Some(1_000))).await.unwrap();
+    changed(store.session_version(&s, T).await.unwrap(), "a replacement");
+    store.append_trace(&s, &step("t"), at(T + 2, Some(1_000))).await.unwrap();
+    changed(store.session_version(&s, T).await.unwrap(), "a trace");
+    let record = ContextRecord { id: "g".into(), kind: record_kind::CONTEXT.into(), payload: json!({}) };
+    store.put_record(&s, &record, at(T + 3, Some(1_000))).await.unwrap();
+    changed(store.session_version(&s, T).await.unwrap(), "a record");
+    store.put_qa(&s, None, &qa("b", "x"), at(T + 4, Some(1_000))).await.unwrap();
+    changed(store.session_version(&s, T).await.unwrap(), "a second QA");
+    store.delete_qa(&s, &["b".into()]).await.unwrap();
+    changed(store.session_version(&s, T).await.unwrap(), "a delete");
+    store.forget_dataset(dataset, &[]).await.unwrap();
+    let v = changed(store.session_version(&s, T).await.unwrap(), "forgetting the dataset of a row");
+    assert_eq!(v.updated_at, T + 4);
+    assert_eq!(store.session_version(&s, T + 1_004).await.unwrap(), None, "an expired session has none");
+    store.delete_session(&s).await.unwrap();
+    assert_eq!(store.session_version(&s, T).await.unwrap(), None);
 }
 
 /// Several tasks appending to one session at once lose nothing, and each

@@ -18,6 +18,22 @@ pub type QaEntry = ResponseQAEntry;
 /// A stored agent-trace step: the same fields a `trace` recall returns.
 pub type TraceStep = ResponseAgentTraceEntry;
 
+/// The longest session id accepted, in bytes.
+pub const MAX_SESSION_ID_BYTES: usize = 256;
+
+/// A session id must be non-blank and at most [`MAX_SESSION_ID_BYTES`]
+/// long: `SessionParameterValidationError` (422) otherwise.
+pub fn validate_session_id(id: &str) -> Result<()> {
+    let message = if id.trim().is_empty() {
+        "session_id must be a non-empty string.".to_string()
+    } else if id.len() > MAX_SESSION_ID_BYTES {
+        format!("session_id is {} bytes long; the limit is {MAX_SESSION_ID_BYTES}.", id.len())
+    } else {
+        return Ok(());
+    };
+    Err(crate::RecallError::Validation { name: "SessionParameterValidationError", message })
+}
+
 /// Which conversation: a session id is the user's own name for it, so the
 /// same id under two users names two sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -73,6 +89,15 @@ pub struct ContextRecord {
     pub payload: Value,
 }
 
+/// A session's write counter and last write: the counter changes with
+/// every write and delete in the session, so a reader that kept what it
+/// read can tell whether it is still current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionVersion {
+    pub version: i64,
+    pub updated_at: EpochMillis,
+}
+
 /// One session of a user, as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
@@ -122,6 +147,9 @@ pub trait SessionStore: Send + Sync {
 
     /// The user's live sessions, most recently written first.
     async fn sessions(&self, user_id: Uuid, now: EpochMillis) -> Result<Vec<SessionInfo>>;
+
+    /// The session's version; `None` for a session that does not exist or expired.
+    async fn session_version(&self, key: &SessionKey, now: EpochMillis) -> Result<Option<SessionVersion>>;
 
     /// Deletes everything of one session; whether there was anything.
     async fn delete_session(&self, key: &SessionKey) -> Result<bool>;
@@ -217,6 +245,72 @@ pub struct StoredEntry {
     pub id: String,
 }
 
+/// How a completion runs its turn analysis (`SESSION_SEARCH_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnMode {
+    /// Beside retrieval and the answer; the analysis only decides whether
+    /// the answer is kept or replaced by an acknowledgement.
+    Concurrent,
+    /// Before retrieval; a rewritten question steers it.
+    Sequential,
+}
+
+/// A served guidance entry judged by the user's next message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextRating {
+    pub entry_id: String,
+    /// `helpful` or `harmful`.
+    pub rating: String,
+}
+
+/// Guidance the user's message states (a goal, rule, preference or lesson).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuidanceCandidate {
+    pub section: String,
+    pub content: String,
+    pub confidence: f64,
+}
+
+/// What a turn analysis read in a user's message (docs/sessions.md, "Turn
+/// analysis"): whether it asks something (and what), what to say when it
+/// does not, guidance it states, how it judges the guidance served to the
+/// previous answer, and its rating of that answer (1..5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnAnalysis {
+    #[serde(default)]
+    pub response_to_user: Option<String>,
+    #[serde(default)]
+    pub query_to_answer: Option<String>,
+    #[serde(default)]
+    pub served_context_ratings: Vec<ContextRating>,
+    #[serde(default)]
+    pub candidate_context_updates: Vec<GuidanceCandidate>,
+    #[serde(default)]
+    pub previous_answer_rating: Option<i64>,
+}
+
+impl TurnAnalysis {
+    /// Anything the analysis found.
+    pub fn has_signal(&self) -> bool {
+        self.query_to_answer.is_some()
+            || self.response_to_user.is_some()
+            || !self.served_context_ratings.is_empty()
+            || !self.candidate_context_updates.is_empty()
+    }
+
+    /// Whether the message gets an answer: it asks something, or the
+    /// analysis found nothing, or there is no earlier turn to react to.
+    pub fn should_answer(&self, has_previous_turn: bool) -> bool {
+        self.query_to_answer.is_some() || !self.has_signal() || !has_previous_turn
+    }
+
+    /// What a message that is not a question gets instead of an answer.
+    pub fn acknowledgement(&self) -> String {
+        self.response_to_user.clone().unwrap_or_else(|| "Got it.".into())
+    }
+}
+
 /// A rating of an answer, not yet applied to the graph elements the answer
 /// used (docs/sessions.md, "Feedback that changes ranking").
 #[derive(Debug, Clone, PartialEq)]
@@ -271,6 +365,31 @@ pub trait SessionMemory: Send + Sync {
     /// The session a completion over `dataset` records in: `session_id` when
     /// given, else the dataset's default session.
     fn resolve_session_id(&self, session_id: Option<&str>, dataset: Option<DatasetId>) -> String;
+
+    /// How completions analyse their turns; `None` when they do not
+    /// (`AUTO_FEEDBACK=false`, or no LLM).
+    fn turn_mode(&self) -> Option<TurnMode> {
+        None
+    }
+
+    /// Reads the user's message against the session's previous turn (an
+    /// LLM call): the analysis, and whether there was a previous turn. Fails
+    /// open: an analysis that cannot be made is empty.
+    async fn analyze_turn(&self, _user: &User, _session_id: &str, _message: &str) -> Result<(TurnAnalysis, bool)> {
+        Ok((TurnAnalysis::default(), false))
+    }
+
+    /// Applies an analysis to the session: a feedback record, the guidance
+    /// it states, its ratings of the served guidance and of the previous answer.
+    async fn apply_turn(
+        &self,
+        _user: &User,
+        _session_id: &str,
+        _message: &str,
+        _analysis: &TurnAnalysis,
+    ) -> Result<()> {
+        Ok(())
+    }
 
     /// The history and guidance a completion in this session carries
     /// (serving guidance stamps it unless `preview`).

@@ -2,7 +2,7 @@
 //! lanes"): an entry's score is how many distinct words it shares with the
 //! query; ties keep their chronological order. No embeddings.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use recall_core::session::{QaEntry, TraceStep};
 
@@ -57,6 +57,53 @@ pub fn best_matches<T>(entries: Vec<T>, query: &str, text: impl Fn(&T) -> String
     scored.into_iter().take(top_k.unwrap_or(usize::MAX)).map(|(_, e)| e).collect()
 }
 
+/// A session's entries with an inverted index of their words, so a query
+/// costs the postings of its own words rather than a scan of every entry.
+/// Answers exactly what [`best_matches`] answers.
+pub struct KeywordIndex<T> {
+    entries: Vec<T>,
+    postings: HashMap<String, Vec<u32>>,
+}
+
+impl<T> KeywordIndex<T> {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl<T: Clone> KeywordIndex<T> {
+    pub fn build(entries: Vec<T>, text: impl Fn(&T) -> String) -> Self {
+        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            for word in words(&text(entry)) {
+                postings.entry(word).or_default().push(i);
+            }
+        }
+        Self { entries, postings }
+    }
+
+    /// The entries sharing a word with the query, most shared words first,
+    /// ties oldest first, at most `top_k`.
+    pub fn search(&self, query: &str, top_k: Option<usize>) -> Vec<T> {
+        let mut scores = vec![0u32; self.entries.len()];
+        for word in words(query) {
+            for &i in self.postings.get(&word).map(Vec::as_slice).unwrap_or_default() {
+                scores[i as usize] += 1;
+            }
+        }
+        let mut hits: Vec<(u32, usize)> =
+            scores.iter().enumerate().filter(|(_, s)| **s > 0).map(|(i, s)| (*s, i)).collect();
+        // Highest score first; among equals the older entry (lower index).
+        hits.sort_by_key(|&(score, i)| (std::cmp::Reverse(score), i));
+        hits.into_iter().take(top_k.unwrap_or(usize::MAX)).map(|(_, i)| self.entries[i].clone()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +124,28 @@ mod tests {
         let got = best_matches(vec!["x dance", "y dance", "z dance"], "dance", |s| s.to_string(), Some(2));
         assert_eq!(got, ["x dance", "y dance"]);
         assert!(best_matches(vec!["a b"], "a", |s| s.to_string(), None).is_empty(), "one-letter words never match");
+    }
+
+    #[test]
+    fn the_index_answers_what_the_scan_answers() {
+        let entries: Vec<String> = (0..300)
+            .map(|i| {
+                format!(
+                    "entry {i} about {} and {}",
+                    ["bees", "ants", "wasps"][i % 3],
+                    ["honey", "hives", "dance"][i % 7 % 3]
+                )
+            })
+            .collect();
+        let index = KeywordIndex::build(entries.clone(), |s| s.clone());
+        for query in ["bees dance", "honey", "entry 42 about ants", "nothing here", "Bees HIVES wasps"] {
+            for k in [None, Some(1), Some(10)] {
+                assert_eq!(
+                    index.search(query, k),
+                    best_matches(entries.clone(), query, |s| s.clone(), k),
+                    "{query} {k:?}"
+                );
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! guidance, and rated through feedback. [`Sessions`] is the engine's
 //! [`SessionMemory`].
 
+pub mod analysis;
 pub mod guidance;
 pub mod keyword;
 pub mod validation;
@@ -13,9 +14,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
+use recall_core::ports::{ChatRequest, LlmClient};
 use recall_core::session::{
     record_kind, CompletedTurn, ContextRecord, Conversation, PendingRating, QaEntry, SessionEntry, SessionInfo,
-    SessionKey, SessionMemory, SessionStore, StoredEntry, TraceStep, WriteStamp,
+    SessionKey, SessionMemory, SessionStore, StoredEntry, TraceStep, TurnAnalysis, TurnMode, WriteStamp,
 };
 use recall_core::{
     now_millis, DatasetId, EpochMillis, RecallError, ResponseAgentTraceEntry, ResponseQAEntry,
@@ -50,6 +52,11 @@ pub struct SessionConfig {
     pub history_last_n: usize,
     /// The least time between two sweeps of expired rows.
     pub purge_interval: Duration,
+    /// `AUTO_FEEDBACK`: completions analyse each user message (an LLM call)
+    /// for feedback, guidance and a rating of the previous answer.
+    pub auto_feedback: bool,
+    /// `SESSION_SEARCH_MODE`: the analysis beside retrieval, or before it.
+    pub turn_mode: TurnMode,
 }
 
 impl Default for SessionConfig {
@@ -59,6 +66,8 @@ impl Default for SessionConfig {
             ttl: Some(Duration::from_secs(365 * 24 * 3600)),
             history_last_n: 10,
             purge_interval: Duration::from_secs(900),
+            auto_feedback: true,
+            turn_mode: TurnMode::Concurrent,
         }
     }
 }
@@ -87,20 +96,98 @@ pub fn render_history(turns: &[QaEntry]) -> String {
     format!("Previous conversation:\n\n{}", blocks.join("\n\n"))
 }
 
+/// Entries of every session's keyword index kept in memory at most.
+const INDEXED_ENTRIES: u64 = 500_000;
+
+/// A session's entries as read at one version, indexed by word.
+struct Indexed<T> {
+    version: i64,
+    /// Past this time an entry may have expired: read again.
+    trusted_until: EpochMillis,
+    index: keyword::KeywordIndex<T>,
+}
+
+type IndexCache<T> = moka::future::Cache<SessionKey, Arc<Indexed<T>>>;
+
+fn index_cache<T: Send + Sync + 'static>() -> IndexCache<T> {
+    moka::future::Cache::builder()
+        .weigher(|_: &SessionKey, v: &Arc<Indexed<T>>| u32::try_from(v.index.len() + 1).unwrap_or(u32::MAX))
+        .max_capacity(INDEXED_ENTRIES)
+        .build()
+}
+
 /// Session memory over a store.
 pub struct Sessions {
     store: Arc<dyn SessionStore>,
     config: SessionConfig,
     last_purge: Mutex<EpochMillis>,
+    /// The keyword lanes' indexes, kept while the session's version holds
+    /// (any write, by this process or another, changes it).
+    qa_indexes: IndexCache<QaEntry>,
+    trace_indexes: IndexCache<TraceStep>,
+    /// Turn analysis needs one.
+    llm: Option<Arc<dyn LlmClient>>,
 }
 
 impl Sessions {
     pub fn new(store: Arc<dyn SessionStore>, config: SessionConfig) -> Self {
-        Self { store, config, last_purge: Mutex::new(0) }
+        Self {
+            store,
+            config,
+            last_purge: Mutex::new(0),
+            qa_indexes: index_cache(),
+            trace_indexes: index_cache(),
+            llm: None,
+        }
+    }
+
+    /// The LLM turn analysis uses (none: no turn analysis).
+    pub fn with_llm(mut self, llm: Option<Arc<dyn LlmClient>>) -> Self {
+        self.llm = llm;
+        self
     }
 
     pub fn config(&self) -> &SessionConfig {
         &self.config
+    }
+
+    /// The session's entries indexed by word: the kept index while the
+    /// session's version is the one it was built at, else read and built
+    /// anew. Once the session's last write is 95 % of the TTL old its rows
+    /// may start to expire, so the index is read again from then on.
+    async fn indexed<T, F, Fut>(
+        &self,
+        cache: &IndexCache<T>,
+        key: &SessionKey,
+        load: F,
+        text: fn(&T) -> String,
+    ) -> Result<Arc<Indexed<T>>>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce(EpochMillis) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>>>,
+    {
+        let now = now_millis();
+        let Some(version) = self.store.session_version(key, now).await? else {
+            cache.invalidate(key).await;
+            return Ok(Arc::new(Indexed {
+                version: -1,
+                trusted_until: 0,
+                index: keyword::KeywordIndex::build(Vec::new(), text),
+            }));
+        };
+        if let Some(kept) = cache.get(key).await.filter(|k| k.version == version.version && now < k.trusted_until) {
+            return Ok(kept);
+        }
+        let ttl_ms = self.stamp().ttl_ms;
+        let trusted_until = ttl_ms.map_or(i64::MAX, |ttl| version.updated_at.saturating_add(ttl - ttl / 20));
+        let built = Arc::new(Indexed {
+            version: version.version,
+            trusted_until,
+            index: keyword::KeywordIndex::build(load(now).await?, text),
+        });
+        cache.insert(key.clone(), built.clone()).await;
+        Ok(built)
     }
 
     fn key(user: &User, session_id: &str) -> Result<SessionKey> {
@@ -166,14 +253,40 @@ impl Sessions {
     ) -> Result<GuidanceEntry> {
         let key = Self::key(user, session_id)?;
         let entry = GuidanceEntry::new(profile, section, content, confidence, Utc::now())?;
-        let existing = self.guidance_entries(&key).await?.into_iter().find(|e| {
-            e.context_profile == profile
+        self.upsert_guidance(&key, entry, None).await
+    }
+
+    /// Stores a new entry, or (same profile, section and normalised
+    /// content) links the source to the existing one.
+    async fn upsert_guidance(
+        &self,
+        key: &SessionKey,
+        entry: GuidanceEntry,
+        feedback_id: Option<&str>,
+    ) -> Result<GuidanceEntry> {
+        let existing = self.guidance_entries(key).await?.into_iter().find(|e| {
+            e.context_profile == entry.context_profile
                 && e.section == entry.section
                 && e.normalized_content == entry.normalized_content
         });
-        let entry = existing.unwrap_or(entry);
-        self.put_guidance(&key, &entry).await?;
+        let mut entry = existing.unwrap_or(entry);
+        if let Some(id) = feedback_id.filter(|id| !entry.source_feedback_ids.iter().any(|s| s == id)) {
+            entry.source_feedback_ids.push(id.to_string());
+        }
+        self.put_guidance(key, &entry).await?;
         Ok(entry)
+    }
+
+    /// The session's last turn, and the guidance served to it.
+    async fn previous_turn(&self, key: &SessionKey) -> Result<(Option<QaEntry>, Vec<GuidanceEntry>)> {
+        let previous = self.store.qa_entries(key, Some(1), now_millis()).await?.pop();
+        let served_ids = previous.as_ref().and_then(|p| p.used_session_context_ids.clone()).unwrap_or_default();
+        let served = if served_ids.is_empty() {
+            Vec::new()
+        } else {
+            self.guidance_entries(key).await?.into_iter().filter(|e| served_ids.contains(&e.id)).collect()
+        };
+        Ok((previous, served))
     }
 
     async fn put_guidance(&self, key: &SessionKey, entry: &GuidanceEntry) -> Result<()> {
@@ -302,8 +415,9 @@ impl SessionMemory for Sessions {
         top_k: Option<usize>,
     ) -> Result<Vec<ResponseQAEntry>> {
         let key = Self::key(user, session_id)?;
-        let entries = self.store.qa_entries(&key, None, now_millis()).await?;
-        Ok(keyword::best_matches(entries, query, keyword::qa_text, top_k))
+        let store = &self.store;
+        let load = |now| store.qa_entries(&key, None, now);
+        Ok(self.indexed(&self.qa_indexes, &key, load, keyword::qa_text).await?.index.search(query, top_k))
     }
 
     async fn search_traces(
@@ -314,8 +428,9 @@ impl SessionMemory for Sessions {
         top_k: Option<usize>,
     ) -> Result<Vec<ResponseAgentTraceEntry>> {
         let key = Self::key(user, session_id)?;
-        let steps = self.store.trace_steps(&key, None, now_millis()).await?;
-        Ok(keyword::best_matches(steps, query, keyword::trace_text, top_k))
+        let store = &self.store;
+        let load = |now| store.trace_steps(&key, None, now);
+        Ok(self.indexed(&self.trace_indexes, &key, load, keyword::trace_text).await?.index.search(query, top_k))
     }
 
     async fn session_context(
@@ -332,6 +447,85 @@ impl SessionMemory for Sessions {
         } else {
             vec![ResponseSessionContextEntry { content: text, context_profile: profile.as_str().into() }]
         })
+    }
+
+    fn turn_mode(&self) -> Option<TurnMode> {
+        (self.config.auto_feedback && self.llm.is_some()).then_some(self.config.turn_mode)
+    }
+
+    async fn analyze_turn(&self, user: &User, session_id: &str, message: &str) -> Result<(TurnAnalysis, bool)> {
+        let key = Self::key(user, session_id)?;
+        let (previous, served) = self.previous_turn(&key).await?;
+        let has_previous = previous.is_some();
+        let Some(llm) = self.llm.as_ref().filter(|_| self.config.auto_feedback && !message.trim().is_empty()) else {
+            return Ok((TurnAnalysis::default(), has_previous));
+        };
+        let request = ChatRequest::new(analysis::SYSTEM_PROMPT, analysis::input(message, previous.as_ref(), &served));
+        let served_ids: Vec<String> = served.iter().map(|e| e.id.clone()).collect();
+        let analysis = match llm.structured(&request, analysis::SCHEMA_NAME, &analysis::schema()).await {
+            Ok(value) => analysis::parse(&value, &served_ids),
+            Err(e) => {
+                tracing::warn!(error = %e, "the turn analysis failed; the turn is answered as asked");
+                TurnAnalysis::default()
+            }
+        };
+        Ok((analysis, has_previous))
+    }
+
+    async fn apply_turn(&self, user: &User, session_id: &str, message: &str, analysis: &TurnAnalysis) -> Result<()> {
+        let key = Self::key(user, session_id)?;
+        let (previous, served) = self.previous_turn(&key).await?;
+        let rating = analysis.previous_answer_rating.filter(|_| previous.is_some());
+        let candidates = &analysis.candidate_context_updates;
+        let ratings = &analysis.served_context_ratings;
+        if candidates.is_empty() && ratings.is_empty() && rating.is_none() {
+            return Ok(());
+        }
+        let feedback_id = Uuid::new_v4().to_string();
+        let record = serde_json::json!({
+            "id": feedback_id, "created_at": iso(Utc::now()), "raw_text": message,
+            "referenced_qa_ids": previous.iter().map(|p| p.qa_id.clone()).collect::<Vec<_>>(),
+            "referenced_qa_rating": rating,
+            "influencing_context_ids": served.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
+            "candidate_context_entries": candidates,
+        });
+        let record = ContextRecord { id: feedback_id.clone(), kind: record_kind::FEEDBACK.into(), payload: record };
+        self.store.put_record(&key, &record, self.stamp()).await?;
+        for candidate in candidates.iter().filter(|c| analysis::acceptable(c)) {
+            match GuidanceEntry::new(
+                Profile::Qa,
+                &candidate.section,
+                &candidate.content,
+                candidate.confidence,
+                Utc::now(),
+            ) {
+                Ok(entry) => {
+                    self.upsert_guidance(&key, entry, Some(&feedback_id)).await?;
+                }
+                Err(e) => tracing::info!(error = %e, "a guidance candidate was not kept"),
+            }
+        }
+        for r in ratings {
+            if let Some(mut entry) = served.iter().find(|e| e.id == r.entry_id).cloned() {
+                match r.rating.as_str() {
+                    "helpful" => entry.helpful_count += 1,
+                    _ => entry.harmful_count += 1,
+                }
+                self.put_guidance(&key, &entry).await?;
+            }
+        }
+        if let (Some(rating), Some(mut previous)) = (rating, previous) {
+            // An implicit rating of the previous answer, for the next improve.
+            let mut meta = match previous.memify_metadata.take() {
+                Some(Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            meta.insert(PREVIOUS_ANSWER_RATING.into(), Value::from(rating));
+            meta.insert(APPLIED.into(), Value::Bool(false));
+            previous.memify_metadata = Some(Value::Object(meta));
+            self.put_qa(&key, None, &previous).await?;
+        }
+        Ok(())
     }
 
     fn resolve_session_id(&self, session_id: Option<&str>, dataset: Option<DatasetId>) -> String {

@@ -181,3 +181,26 @@ async fn forgetting_removes_what_used_gone_elements_and_default_sessions() {
     assert!(s.qa_entries(&me, "chat", None).await.unwrap().is_empty());
     assert!(s.list_sessions(&me).await.unwrap().iter().all(|i| i.session_id != default));
 }
+
+/// The lanes keep an index per session; a write by another process (another
+/// `Sessions` on the same store) is seen at the next query.
+#[tokio::test]
+async fn the_lane_sees_another_writers_changes() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
+    let (a, b) =
+        (Sessions::new(store.clone(), SessionConfig::default()), Sessions::new(store, SessionConfig::default()));
+    let me = user();
+    let first = a.record_turn(&me, "chat", None, turn("Do bees dance?", "Yes.")).await.unwrap();
+    assert_eq!(a.search_qa(&me, "chat", "bees", None).await.unwrap().len(), 1);
+    b.record_turn(&me, "chat", None, turn("Where do bees sleep?", "In hives.")).await.unwrap();
+    assert_eq!(a.search_qa(&me, "chat", "bees", None).await.unwrap().len(), 2, "a new turn");
+    b.add_feedback(&me, "chat", &first.qa_id, None, Some(2)).await.unwrap();
+    let hits = a.search_qa(&me, "chat", "dance", None).await.unwrap();
+    assert_eq!(hits[0].feedback_score, Some(2), "an update in place");
+    b.delete_session(&me, "chat").await.unwrap();
+    assert!(a.search_qa(&me, "chat", "bees", None).await.unwrap().is_empty(), "a deleted session");
+    let trace: SessionEntry =
+        serde_json::from_value(json!({"type": "trace", "origin_function": "lookup", "status": "success"})).unwrap();
+    b.remember_entry(&me, "chat", None, trace).await.unwrap();
+    assert_eq!(a.search_traces(&me, "chat", "lookup", None).await.unwrap().len(), 1);
+}

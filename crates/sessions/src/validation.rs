@@ -4,8 +4,7 @@
 
 use recall_core::{RecallError, Result};
 
-/// The longest session id accepted, in bytes.
-pub const MAX_SESSION_ID_BYTES: usize = 256;
+pub use recall_core::session::MAX_SESSION_ID_BYTES;
 /// The longest QA id accepted, in bytes.
 pub const MAX_QA_ID_BYTES: usize = 128;
 
@@ -24,7 +23,7 @@ fn id(name: &str, value: &str, max: usize) -> Result<()> {
 }
 
 pub fn session_id(value: &str) -> Result<()> {
-    id("session_id", value, MAX_SESSION_ID_BYTES)
+    recall_core::session::validate_session_id(value)
 }
 
 pub fn qa_id(value: &str) -> Result<()> {

@@ -69,7 +69,7 @@ pub(crate) struct LoadedInput {
     pub original_location: Option<String>,
 }
 
-fn load(input: &RememberInput) -> Result<LoadedInput> {
+pub(crate) fn load(input: &RememberInput) -> Result<LoadedInput> {
     match input {
         RememberInput::Text { text, name } => {
             if text.trim().is_empty() {

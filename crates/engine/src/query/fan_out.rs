@@ -3,11 +3,11 @@
 //! dataset, "no data" told apart per dataset, and the history record
 //! (docs/retrievers.md). Recall's graph lane and the legacy search share it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures::future::join_all;
 use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
-use recall_core::session::CompletedTurn;
 use recall_core::{
     Dataset, DatasetId, RecallError, RecallEvent, RecallEvents, Result, SearchRecord, SearchType, Stage, User,
 };
@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::normalise::SearchResultPayload;
 use super::request::RecallRequest;
+use super::session_turn::{run_steps, Steps};
 use crate::Engine;
 
 /// The answer recorded for one dataset: the completion, else the context, as text.
@@ -44,18 +45,6 @@ fn carries_conversation(t: SearchType) -> bool {
             | SearchType::TripletCompletion
             | SearchType::Temporal
     )
-}
-
-/// The answer a turn records: the text, or a structured answer's JSON;
-/// `None` for an empty completion (nothing was answered).
-fn answer_text(completion: &[Value]) -> Option<String> {
-    match completion {
-        [] => None,
-        [Value::String(s)] if s.is_empty() => None,
-        [Value::String(s)] => Some(s.clone()),
-        [other] => Some(other.to_string()),
-        items => Some(Value::Array(items.to_vec()).to_string()),
-    }
 }
 
 impl Engine {
@@ -222,37 +211,15 @@ impl Engine {
         }
         let retriever = self.retrievers.get(search_type)?;
         let query = request.query_text.as_str();
-        let mut session_options = None;
-        if let Some(sessions) = self.sessions.as_ref().filter(|_| carries_conversation(search_type)) {
-            let session_id = sessions.resolve_session_id(request.options.session_id.as_deref(), Some(dataset.id));
-            let preview = options.search.only_context;
-            let mut with = options.clone();
-            with.conversation = Some(sessions.conversation(user, &session_id, query, preview).await?);
-            session_options = Some(with);
-        }
-        let options = session_options.as_ref().unwrap_or(options);
-        let objects = retriever.get_retrieved_objects(&ctx, query, options).await?;
-        let context = retriever.get_context_from_objects(&ctx, query, &objects, options).await?;
-        let (completion, preview) = if options.search.only_context {
-            (None, retriever.prompt_preview(&ctx, query, &context, options).await?)
-        } else {
-            (retriever.get_completion_from_context(&ctx, query, &objects, &context, options).await?, None)
-        };
-        if let (Some(sessions), Some(conversation), Some(answer)) =
-            (self.sessions.as_ref(), options.conversation.as_ref(), completion.as_deref().and_then(answer_text))
-        {
-            if !options.search.only_context {
-                let turn = CompletedTurn {
-                    question: request.query_text.clone(),
-                    answer,
-                    used_graph_element_ids: retriever.used_graph_element_ids(&objects),
-                    used_session_context_ids: conversation.served_context_ids.clone(),
-                };
-                sessions.record_turn(user, &conversation.session_id, Some(dataset.id), turn).await?;
+        let (steps, options) = match self.sessions.clone().filter(|_| carries_conversation(search_type)) {
+            Some(sessions) => {
+                self.session_steps(sessions, user, dataset, &ctx, retriever.as_ref(), request, options).await?
             }
-        }
+            None => (run_steps(&ctx, retriever.as_ref(), query, options).await?, Cow::Borrowed(options)),
+        };
+        let Steps { objects, context, completion, preview } = steps;
         let evidence = if options.search.include_references {
-            retriever.get_context_evidence(&ctx, &objects, options).await?
+            retriever.get_context_evidence(&ctx, &objects, &options).await?
         } else {
             Vec::new()
         };

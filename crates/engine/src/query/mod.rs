@@ -13,3 +13,4 @@ pub(crate) mod recall;
 pub(crate) mod request;
 pub mod scope;
 pub(crate) mod search;
+pub(crate) mod session_turn;

@@ -177,6 +177,9 @@ impl RecallRequest {
             Some(n) if n <= 0 => Err(RecallError::QueryValidation(format!("{name} must be a positive integer."))),
             _ => Ok(()),
         };
+        if let Some(id) = o.session_id.as_deref() {
+            recall_core::session::validate_session_id(id)?;
+        }
         positive("wide_search_top_k", o.wide_search_top_k)?;
         positive("neighborhood_depth", o.neighborhood_depth)?;
         positive("neighborhood_seed_top_k", o.neighborhood_seed_top_k)?;

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use recall_core::session::SessionEntry;
 use recall_core::{DatasetId, DatasetRef, RecallError, User};
 use recall_engine::{RememberInput, RememberOutcome};
 use serde::Deserialize;
@@ -81,7 +80,8 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
         return remember_in_session(&state, &user, &target, session_id, &form, started).await;
     }
     let background = form.bool("run_in_background")?.unwrap_or(false);
-    form.bool("self_improvement")?;
+    // On unless false: after the build, improve applies the dataset's answer ratings.
+    let self_improvement = form.bool("self_improvement")?.unwrap_or(true);
     let chunk_size = form.positive("chunk_size")?;
     form.positive("chunks_per_batch")?;
     let inputs = inputs(&form)?;
@@ -105,17 +105,32 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
             "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": null
         });
         state.spawn_background(async move {
-            if let Err(e) = engine.remember(&user, DatasetRef::Id(dataset.id), &inputs).await {
+            let target = DatasetRef::Id(dataset.id);
+            if let Err(e) = engine.remember(&user, target.clone(), &inputs).await {
                 tracing::error!(error = %e, dataset = %dataset.id, "background remember failed");
+            } else if self_improvement {
+                if let Err(e) = engine.improve(&user, &target, None).await {
+                    tracing::warn!(error = %e, dataset = %dataset.id, "improve after remember failed");
+                }
             }
         });
         return Ok(Json(body).into_response());
     }
 
-    match engine.remember(&user, target.clone(), &inputs).await {
-        Ok(outcome) => Ok(Json(completed(&outcome, started)).into_response()),
-        Err(e) => Err(remember_error(e, &target, &user)),
+    let outcome = match engine.remember(&user, target.clone(), &inputs).await {
+        Ok(outcome) => outcome,
+        Err(e) => return Err(remember_error(e, &target, &user)),
+    };
+    let mut body = completed(&outcome, started);
+    if self_improvement {
+        // An improve failure never fails the remember: it is reported beside it.
+        match engine.improve(&user, &DatasetRef::Id(outcome.dataset_id), None).await {
+            Ok(improved) => body["improve"] = serde_json::to_value(improved).unwrap_or(Value::Null),
+            Err(e) => body["improve_error"] = json!(e.to_string()),
+        }
+        body["elapsed_seconds"] = json!(started.elapsed().as_secs_f64());
     }
+    Ok(Json(body).into_response())
 }
 
 /// Session mode: the form's texts (uploads decoded as UTF-8 text, and
@@ -130,30 +145,11 @@ async fn remember_in_session(
     form: &FormData,
     started: Instant,
 ) -> ApiResult<Response> {
-    let texts: Vec<String> = inputs(form)?
-        .into_iter()
-        .filter_map(|input| match input {
-            RememberInput::Text { text, .. } => Some(text),
-            RememberInput::File(_) => None,
-        })
-        .collect();
-    if texts.is_empty() {
+    let inputs = inputs(form)?;
+    if inputs.is_empty() {
         return Err(bad_request("Provide at least one file in 'data' or one entry in 'raw_data'."));
     }
-    let engine = state.engine();
-    let dataset = engine.writable_dataset(user, target).await?;
-    if let Ok(sessions) = engine.session_memory() {
-        let entry = SessionEntry::Qa {
-            question: String::new(),
-            answer: texts.join("\n\n"),
-            context: String::new(),
-            qa_id: None,
-            feedback_text: None,
-            feedback_score: None,
-            used_graph_element_ids: None,
-        };
-        sessions.remember_entry(user, session_id, Some(dataset.id), entry).await?;
-    }
+    let dataset = state.engine().remember_in_session(user, target, session_id, &inputs).await?;
     Ok(Json(json!({
         "status": "session_stored", "dataset_name": dataset.name, "dataset_id": dataset.id,
         "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": started.elapsed().as_secs_f64(),
