@@ -752,6 +752,61 @@ async fn session_entries_session_remember_and_the_sessions_routes() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn update_rebuilds_a_document_in_place() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let alice = server.key_for("alice@example.com").await;
+    let bob = server.key_for("bob@example.com").await;
+    let body = remember_texts(&client, &server, &alice, "hive", &["The hive has one queen and many drones."]).await;
+    let dataset_id = body["dataset_id"].as_str().unwrap().to_string();
+    let data_url = server.url(&format!("/api/v1/datasets/{dataset_id}/data"));
+    let (_, items) = json_of(client.get(&data_url).header("X-Api-Key", &alice).send().await.unwrap()).await;
+    let data_id = items[0]["id"].as_str().unwrap().to_string();
+
+    let patch = |key: &str, query: String, text: &str| {
+        let part = reqwest::multipart::Part::bytes(text.as_bytes().to_vec())
+            .file_name("hive.txt")
+            .mime_str("text/plain")
+            .unwrap();
+        client
+            .patch(server.url(&format!("/api/v1/update?{query}")))
+            .header("X-Api-Key", key.to_string())
+            .multipart(reqwest::multipart::Form::new().part("data", part))
+            .send()
+    };
+    let query = format!("data_id={data_id}&dataset_id={dataset_id}");
+    let (status, updated) =
+        json_of(patch(&alice, query.clone(), "The hive now has two queens and no drones.").await.unwrap()).await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(
+        (&updated["status"], &updated["data_id"], &updated["total_chunks"]),
+        (&json!("full_rebuild"), &json!(data_id), &Value::Null)
+    );
+    assert_eq!(updated["fallback"]["reason"], "disabled");
+    let (_, items) = json_of(client.get(&data_url).header("X-Api-Key", &alice).send().await.unwrap()).await;
+    assert_eq!((items.as_array().unwrap().len(), &items[0]["id"]), (1, &json!(data_id)), "the document keeps its id");
+    let recall = json!({"query": "How many queens?", "searchType": "CHUNKS", "datasetIds": [dataset_id]});
+    let (_, found) = json_of(
+        client.post(server.url("/api/v1/recall")).header("X-Api-Key", &alice).json(&recall).send().await.unwrap(),
+    )
+    .await;
+    let text = found.to_string();
+    assert!(text.contains("two queens") && !text.contains("one queen"), "only the new version is found: {text}");
+    let (_, again) =
+        json_of(patch(&alice, query.clone(), "The hive now has two queens and no drones.").await.unwrap()).await;
+    assert_eq!(again["status"], "unchanged");
+
+    let (status, body) = json_of(patch(&alice, format!("dataset_id={dataset_id}"), "x").await.unwrap()).await;
+    assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "data_id"])));
+    let unknown = format!("data_id={}&dataset_id={dataset_id}", uuid::Uuid::new_v4());
+    let (status, body) = json_of(patch(&alice, unknown, "x").await.unwrap()).await;
+    assert_eq!(status, 404);
+    assert!(body["detail"].as_str().unwrap().ends_with("[UpdateTargetNotFoundError]"), "{body}");
+    assert_eq!(json_of(patch(&bob, query, "x").await.unwrap()).await.0, 403);
+    server.stop().await;
+}
+
 /// The event-stream frames of a body: `(event, data)`.
 fn frames(text: &str) -> Vec<(String, Value)> {
     text.split("\n\n")
@@ -1011,6 +1066,7 @@ async fn the_openapi_document_lists_every_route() {
         ("post", "/api/v1/add"),
         ("post", "/api/v1/cognify"),
         ("post", "/api/v1/improve"),
+        ("patch", "/api/v1/update"),
         ("get", "/api/v1/datasets"),
         ("post", "/api/v1/datasets"),
         ("delete", "/api/v1/datasets"),

@@ -28,6 +28,7 @@ pub use ingest::global_context::{bucket_summary_id, root_summary_id};
 pub use ingest::improve::{ImproveOutcome, ImproveStage};
 pub use ingest::progress::{NoProgress, RememberProgress};
 pub use ingest::remember::{check_inputs, AddOutcome, RememberInput, RememberOutcome};
+pub use ingest::update::UpdateOutcome;
 pub use query::dataset_routing::{self, DatasetRoutingConfig};
 pub use query::normalise::SearchResultPayload;
 pub use query::recall::{RecallExplain, StageTiming};

@@ -98,6 +98,10 @@ pub enum RecallError {
     #[error("{0}")]
     InvalidInput(String),
 
+    /// The document an update names is not in the dataset.
+    #[error("{0}")]
+    UpdateTargetNotFound(String),
+
     #[error("{0}")]
     NotFound(String),
 
@@ -162,7 +166,8 @@ impl RecallError {
             RecallError::DatasetNotFound { .. }
             | RecallError::DatasetNotAccessible(_)
             | RecallError::NoData(_)
-            | RecallError::NotFound(_) => ErrorKind::NotFound,
+            | RecallError::NotFound(_)
+            | RecallError::UpdateTargetNotFound(_) => ErrorKind::NotFound,
             RecallError::PermissionDenied(_)
             | RecallError::PermissionNotFound(_)
             | RecallError::SearchTypeDisabled(_) => ErrorKind::PermissionDenied,
@@ -201,6 +206,7 @@ impl RecallError {
             RecallError::UnsupportedFileType { .. } => "UnsupportedFileTypeError",
             RecallError::InvalidInput(_) => "InvalidInputError",
             RecallError::NotFound(_) => "NotFoundError",
+            RecallError::UpdateTargetNotFound(_) => "UpdateTargetNotFoundError",
             RecallError::Provider(_) => "ProviderError",
             RecallError::Backend(_) => "BackendError",
         }
@@ -231,7 +237,8 @@ impl RecallError {
             RecallError::DatasetNotFound { .. }
             | RecallError::DatasetNotAccessible(_)
             | RecallError::NoData(_)
-            | RecallError::NotFound(_) => 404,
+            | RecallError::NotFound(_)
+            | RecallError::UpdateTargetNotFound(_) => 404,
             RecallError::DatasetType(_)
             | RecallError::UnsupportedSearchType(_)
             | RecallError::SearchTypeNotSupported(_)

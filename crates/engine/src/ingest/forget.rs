@@ -59,6 +59,12 @@ impl Engine {
     ) -> Result<ForgetOutcome> {
         let dataset = self.deletable(user, &dataset.into()).await?;
         let item = self.find_item(&dataset, document).await?;
+        self.forget_item(dataset, item).await
+    }
+
+    /// [`Engine::forget_document`] once the dataset and item are known (an
+    /// update forgets the old version of a document this way).
+    pub(crate) async fn forget_item(&self, dataset: Dataset, item: DataItem) -> Result<ForgetOutcome> {
         self.bump_data_version(dataset.id).await?;
         let graph = self.graph.get_graph(dataset.id).await?;
         let doc_key = item.id.to_string();

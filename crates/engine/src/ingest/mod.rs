@@ -10,3 +10,4 @@ pub(crate) mod global_context;
 pub(crate) mod improve;
 pub(crate) mod progress;
 pub(crate) mod remember;
+pub(crate) mod update;

@@ -62,6 +62,8 @@ pub(crate) const SUPPORTED_EXTENSIONS: &[&str] = &["txt", "md"];
 
 /// An input read and validated, ready to store.
 pub(crate) struct LoadedInput {
+    /// The data id to store it under; `None`: derived from the content and owner.
+    pub id: Option<Uuid>,
     pub name: String,
     pub extension: String,
     pub mime_type: String,
@@ -77,6 +79,7 @@ pub(crate) fn load(input: &RememberInput) -> Result<LoadedInput> {
             }
             let hash = ids::content_hash(text.as_bytes());
             Ok(LoadedInput {
+                id: None,
                 name: name.clone().unwrap_or_else(|| format!("text_{hash}.txt")),
                 extension: "txt".into(),
                 mime_type: "text/plain".into(),
@@ -108,7 +111,7 @@ fn load_file(path: &Path) -> Result<LoadedInput> {
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("document").to_string();
     let mime_type = if extension == "md" { "text/markdown" } else { "text/plain" };
-    Ok(LoadedInput { name, extension, mime_type: mime_type.into(), text, original_location: Some(display) })
+    Ok(LoadedInput { id: None, name, extension, mime_type: mime_type.into(), text, original_location: Some(display) })
 }
 
 /// Checks every input as `remember` would (supported type, readable UTF-8,
@@ -205,7 +208,7 @@ impl Engine {
     }
 
     /// The `add` stage: raw data items, recorded as an `add_pipeline` run.
-    async fn add(
+    pub(crate) async fn add(
         &self,
         user: &User,
         dataset: &Dataset,
@@ -220,7 +223,7 @@ impl Engine {
                 let hash = ids::content_hash(input.text.as_bytes());
                 let location = self.store_raw(&hash, input).await?;
                 let item = DataItem {
-                    id: ids::data_id(&hash, user.id),
+                    id: input.id.unwrap_or_else(|| ids::data_id(&hash, user.id)),
                     dataset_id: dataset.id,
                     name: input.name.clone(),
                     extension: input.extension.clone(),

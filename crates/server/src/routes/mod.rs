@@ -37,6 +37,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(pipelines::add))
         .routes(routes!(pipelines::cognify))
         .routes(routes!(pipelines::improve))
+        .routes(routes!(pipelines::update))
         .routes(routes!(datasets::list, datasets::create, datasets::delete_all))
         .routes(routes!(datasets::status))
         .routes(routes!(datasets::delete_one))

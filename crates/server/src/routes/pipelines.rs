@@ -165,3 +165,53 @@ pub async fn improve(
     outcome.session_ids = body.session_ids.unwrap_or_default();
     Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?))
 }
+
+/// `PATCH /api/v1/update?data_id=…&dataset_id=…` with the document's new
+/// content as one `data` file part: the document is rebuilt in place and
+/// keeps its id (docs/http.md).
+#[utoipa::path(patch, path = "/update", tag = "remember", params(("data_id" = String, Query, description = "The document (a data id)"), ("dataset_id" = String, Query, description = "Its dataset"), ("chunk_level_diff" = Option<bool>, Query, description = "Accepted; Recall always rebuilds the document")), request_body(content((Object = "multipart/form-data")), description = "data: the new content, one UTF-8 text file"), responses((status = 200, description = "UpdateResult", body = Object), (status = 400, description = "A missing or bad parameter or file", body = Object), (status = 403, description = "No write permission", body = Object), (status = 404, description = "No such document in the dataset", body = Object), (status = 500, description = "The update failed", body = Object)))]
+pub async fn update(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    form: FormData,
+) -> ApiResult<Json<Value>> {
+    let query = super::query_pairs(raw.as_deref());
+    let required = |name: &str| -> ApiResult<Uuid> {
+        match query.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => super::parse_uuid(v, name).map_err(|e| match e {
+                ApiError::Validation { mut detail, body } => {
+                    for d in &mut detail {
+                        d["loc"] = json!(["query", name]);
+                    }
+                    ApiError::Validation { detail, body }
+                }
+                other => other,
+            }),
+            None => Err(ApiError::invalid("missing", vec![json!("query"), json!(name)], "Field required", Value::Null)),
+        }
+    };
+    let data_id = required("data_id")?;
+    let dataset_id = DatasetId(required("dataset_id")?);
+    let mut uploads = inputs(&form)?;
+    if uploads.len() != 1 || form.files("data").len() != 1 {
+        return Err(ApiError::invalid(
+            "missing",
+            vec![json!("body"), json!("data")],
+            "Exactly one file is required in 'data': the document's new content",
+            Value::Null,
+        ));
+    }
+    let input = uploads.remove(0);
+    match state.engine().update_document(&user, dataset_id, data_id, input).await {
+        Ok(outcome) => Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?)),
+        Err(e @ (recall_core::RecallError::Backend(_) | recall_core::RecallError::Provider(_))) => {
+            tracing::error!(error = %e, %data_id, "update failed");
+            Err(ApiError::Http {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                body: json!({"error": "Internal server error", "detail": e.to_string()}),
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
