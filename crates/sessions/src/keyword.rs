@@ -39,27 +39,9 @@ pub fn trace_text(t: &TraceStep) -> String {
     .join(" ")
 }
 
-/// The entries sharing a word with the query, most shared words first (a
-/// stable sort: ties stay oldest first), at most `top_k`.
-pub fn best_matches<T>(entries: Vec<T>, query: &str, text: impl Fn(&T) -> String, top_k: Option<usize>) -> Vec<T> {
-    let query = words(query);
-    if query.is_empty() {
-        return Vec::new();
-    }
-    let mut scored: Vec<(usize, T)> = entries
-        .into_iter()
-        .filter_map(|e| {
-            let score = words(&text(&e)).intersection(&query).count();
-            (score > 0).then_some((score, e))
-        })
-        .collect();
-    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
-    scored.into_iter().take(top_k.unwrap_or(usize::MAX)).map(|(_, e)| e).collect()
-}
-
 /// A session's entries with an inverted index of their words, so a query
 /// costs the postings of its own words rather than a scan of every entry.
-/// Answers exactly what [`best_matches`] answers.
+/// Answers what a scan of every entry would (the tests check it).
 pub struct KeywordIndex<T> {
     entries: Vec<T>,
     postings: HashMap<String, Vec<u32>>,
@@ -107,6 +89,24 @@ impl<T: Clone> KeywordIndex<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The entries sharing a word with the query, most shared words first (a
+    /// stable sort: ties stay oldest first), at most `top_k`.
+    fn best_matches<T>(entries: Vec<T>, query: &str, text: impl Fn(&T) -> String, top_k: Option<usize>) -> Vec<T> {
+        let query = words(query);
+        if query.is_empty() {
+            return Vec::new();
+        }
+        let mut scored: Vec<(usize, T)> = entries
+            .into_iter()
+            .filter_map(|e| {
+                let score = words(&text(&e)).intersection(&query).count();
+                (score > 0).then_some((score, e))
+            })
+            .collect();
+        scored.sort_by_key(|s| std::cmp::Reverse(s.0));
+        scored.into_iter().take(top_k.unwrap_or(usize::MAX)).map(|(_, e)| e).collect()
+    }
 
     #[test]
     fn words_are_distinct_lowercase_runs_of_two_or_more() {

@@ -394,6 +394,15 @@ fn used_elements(value: Value) -> Result<Option<Value>> {
     Ok((!kept.is_empty()).then_some(Value::Object(kept)))
 }
 
+/// A QA entry's `memify_metadata` as a map to edit (empty when it has none);
+/// put it back with `Some(Value::Object(meta))`.
+fn take_metadata(entry: &mut QaEntry) -> serde_json::Map<String, Value> {
+    match entry.memify_metadata.take() {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// The graph element ids a QA entry's answer used.
 fn used_ids(entry: &QaEntry) -> Vec<String> {
     let Some(Value::Object(used)) = &entry.used_graph_element_ids else { return Vec::new() };
@@ -516,10 +525,7 @@ impl SessionMemory for Sessions {
         }
         if let (Some(rating), Some(mut previous)) = (rating, previous) {
             // An implicit rating of the previous answer, for the next improve.
-            let mut meta = match previous.memify_metadata.take() {
-                Some(Value::Object(m)) => m,
-                _ => serde_json::Map::new(),
-            };
+            let mut meta = take_metadata(&mut previous);
             meta.insert(PREVIOUS_ANSWER_RATING.into(), Value::from(rating));
             meta.insert(APPLIED.into(), Value::Bool(false));
             previous.memify_metadata = Some(Value::Object(meta));
@@ -671,11 +677,8 @@ impl SessionMemory for Sessions {
             entry.feedback_score = score;
         }
         // A new rating is applied to the graph again by the next improve.
-        let mut meta = match entry.memify_metadata.take() {
-            Some(Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        meta.insert("feedback_weights_applied".into(), Value::Bool(false));
+        let mut meta = take_metadata(&mut entry);
+        meta.insert(APPLIED.into(), Value::Bool(false));
         entry.memify_metadata = Some(Value::Object(meta));
         self.put_qa(&key, None, &entry).await?;
         Ok(true)
@@ -736,10 +739,7 @@ impl SessionMemory for Sessions {
         let Some(mut entry) = self.store.qa_entry(&rating.key, &rating.qa_id, now_millis()).await? else {
             return Ok(());
         };
-        let mut meta = match entry.memify_metadata.take() {
-            Some(Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
+        let mut meta = take_metadata(&mut entry);
         let attempts = rating.attempts + 1;
         let done = applied || attempts >= MAX_RATING_ATTEMPTS;
         meta.insert(APPLIED.into(), Value::Bool(done));

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use recall_core::ports::EdgeProjection;
 use recall_core::session::PendingRating;
-use recall_core::{ids, DatasetRef, Edge, Node, Permission, RecallError, Result, User};
+use recall_core::{ids, Dataset, DatasetRef, Edge, Node, Permission, RecallError, Result, User};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -45,6 +45,29 @@ pub struct ImproveOutcome {
     pub rerun_passes: Vec<Value>,
     pub memify_run: Map<String, Value>,
     pub status: String,
+}
+
+impl ImproveOutcome {
+    fn new(dataset: &Dataset, stages: Vec<ImproveStage>, status: &str) -> Self {
+        Self {
+            dataset_id: dataset.id.to_string(),
+            dataset_name: dataset.name.clone(),
+            session_ids: Vec::new(),
+            stages,
+            background: false,
+            finished: true,
+            error: None,
+            rerun_requested: false,
+            rerun_passes: Vec::new(),
+            memify_run: Map::new(),
+            status: status.into(),
+        }
+    }
+
+    /// What a background run answers at once: `running`, no stage yet.
+    pub fn running(dataset: &Dataset, session_ids: Vec<String>) -> Self {
+        Self { session_ids, background: true, finished: false, ..Self::new(dataset, Vec::new(), "running") }
+    }
 }
 
 /// The stages Cognee runs after `feedback_weights`; Recall has none of
@@ -128,19 +151,7 @@ impl Engine {
             duration_ms: 0,
             run: None,
         }));
-        Ok(ImproveOutcome {
-            dataset_id: dataset.id.to_string(),
-            dataset_name: dataset.name,
-            session_ids: Vec::new(),
-            stages,
-            background: false,
-            finished: true,
-            error: None,
-            rerun_requested: false,
-            rerun_passes: Vec::new(),
-            memify_run: Map::new(),
-            status: if errored { "errored" } else { "completed" }.into(),
-        })
+        Ok(ImproveOutcome::new(&dataset, stages, if errored { "errored" } else { "completed" }))
     }
 
     /// The feedback-weights stage: (ratings applied, node moves, edge moves).

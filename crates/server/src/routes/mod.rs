@@ -14,7 +14,7 @@ use std::ops::RangeInclusive;
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -62,14 +62,29 @@ pub fn outside_api() -> OpenApiRouter<AppState> {
 /// A UUID from a path or query parameter; anything else is a 400
 /// validation error, never a 404.
 pub fn parse_uuid(raw: &str, name: &str) -> Result<Uuid, ApiError> {
+    parse_uuid_in("path", raw, name)
+}
+
+/// A UUID from the request part `location` (`path`, `query`); anything
+/// else is a 400 validation error located there.
+fn parse_uuid_in(location: &str, raw: &str, name: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw.trim()).map_err(|e| {
         ApiError::invalid(
             "uuid_parsing",
-            vec![json!("path"), json!(name)],
+            vec![json!(location), json!(name)],
             format!("Input should be a valid UUID, {e}"),
             json!(raw),
         )
     })
+}
+
+/// A required UUID query parameter: missing or malformed is a 400
+/// validation error at `["query", name]`.
+pub fn query_uuid(query: &[(String, String)], name: &str) -> Result<Uuid, ApiError> {
+    match query.iter().find(|(k, _)| k == name) {
+        Some((_, raw)) => parse_uuid_in("query", raw, name),
+        None => Err(ApiError::invalid("missing", vec![json!("query"), json!(name)], "Field required", Value::Null)),
+    }
 }
 
 /// A dataset id from a path or query parameter.

@@ -155,11 +155,8 @@ pub async fn improve(
                 tracing::error!(error = %e, dataset = %dataset.id, "background improve failed");
             }
         });
-        return Ok(Json(json!({
-            "dataset_id": dataset.id, "dataset_name": dataset.name, "session_ids": session_ids, "stages": [],
-            "background": true, "finished": false, "error": null, "rerun_requested": false, "rerun_passes": [],
-            "memify_run": {}, "status": "running",
-        })));
+        let running = recall_engine::ImproveOutcome::running(&dataset, session_ids);
+        return Ok(Json(serde_json::to_value(running).map_err(recall_core::RecallError::backend)?));
     }
     let mut outcome = engine.improve(&user, &target, body.feedback_alpha).await?;
     outcome.session_ids = body.session_ids.unwrap_or_default();
@@ -177,22 +174,8 @@ pub async fn update(
     form: FormData,
 ) -> ApiResult<Json<Value>> {
     let query = super::query_pairs(raw.as_deref());
-    let required = |name: &str| -> ApiResult<Uuid> {
-        match query.iter().find(|(k, _)| k == name) {
-            Some((_, v)) => super::parse_uuid(v, name).map_err(|e| match e {
-                ApiError::Validation { mut detail, body } => {
-                    for d in &mut detail {
-                        d["loc"] = json!(["query", name]);
-                    }
-                    ApiError::Validation { detail, body }
-                }
-                other => other,
-            }),
-            None => Err(ApiError::invalid("missing", vec![json!("query"), json!(name)], "Field required", Value::Null)),
-        }
-    };
-    let data_id = required("data_id")?;
-    let dataset_id = DatasetId(required("dataset_id")?);
+    let data_id = super::query_uuid(&query, "data_id")?;
+    let dataset_id = DatasetId(super::query_uuid(&query, "dataset_id")?);
     let mut uploads = inputs(&form)?;
     if uploads.len() != 1 || form.files("data").len() != 1 {
         return Err(ApiError::invalid(
