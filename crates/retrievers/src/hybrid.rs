@@ -33,6 +33,25 @@ pub struct HybridParams {
     pub include_global_context_index: bool,
     pub global_context_index_top_k: usize,
     pub use_importance_weight: bool,
+    /// How much each chunk channel counts in the rank fusion.
+    pub weights: ChannelWeights,
+}
+
+/// Weights of the chunk channels in the reciprocal-rank fusion: a chunk's
+/// score is `Σ weight / (k + rank)` over the channels that found it.
+/// The defaults were chosen with `recall eval` on the HotpotQA subsets
+/// (docs/quality.md, "Fusion weights").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChannelWeights {
+    pub vector: f64,
+    pub lexical: f64,
+    pub summary: f64,
+}
+
+impl Default for ChannelWeights {
+    fn default() -> Self {
+        Self { vector: 1.0, lexical: 1.0, summary: 1.0 }
+    }
 }
 
 impl HybridParams {
@@ -49,6 +68,14 @@ impl HybridParams {
             include_global_context_index: options.rsc_bool("include_global_context_index")?.unwrap_or(false),
             global_context_index_top_k: options.rsc_usize("global_context_index_top_k")?.unwrap_or(3),
             use_importance_weight: options.rsc_bool("use_importance_weight")?.unwrap_or(true),
+            weights: {
+                let d = ChannelWeights::default();
+                ChannelWeights {
+                    vector: options.rsc_weight("vector_weight")?.unwrap_or(d.vector),
+                    lexical: options.rsc_weight("lexical_weight")?.unwrap_or(d.lexical),
+                    summary: options.rsc_weight("summary_weight")?.unwrap_or(d.summary),
+                }
+            },
         })
     }
 }
@@ -192,8 +219,11 @@ pub(crate) fn fuse_chunks(
         .iter()
         .filter(|(id, _)| payloads.contains_key(id))
         .map(|(id, r)| {
-            let present: Vec<usize> = [r.vector, r.summary, r.lexical].into_iter().flatten().collect();
-            let rrf: f64 = present.iter().map(|&k| 1.0 / (rrf_k + k as f64 + 1.0)).sum();
+            let w = params.weights;
+            let channels = [(r.vector, w.vector), (r.summary, w.summary), (r.lexical, w.lexical)];
+            let rrf: f64 =
+                channels.iter().filter_map(|(rank, weight)| rank.map(|k| weight / (rrf_k + k as f64 + 1.0))).sum();
+            let present: Vec<usize> = channels.iter().filter_map(|(rank, _)| *rank).collect();
             let importance =
                 payloads[id].get("importance_weight").and_then(Value::as_f64).unwrap_or(0.5).clamp(0.0, 1.0);
             let fin = if params.use_importance_weight { rrf * (0.75 + 0.5 * importance) } else { rrf };
@@ -568,5 +598,39 @@ mod tests {
         assert_eq!(HybridParams::from_options(&o).map(|p| p.chunks_top_k).ok(), Some(25));
         o.search.retriever_specific_config.insert("facts_top_k".into(), json!("many"));
         assert!(HybridParams::from_options(&o).is_err());
+    }
+
+    #[test]
+    fn channel_weights_steer_the_fusion() {
+        let hit = |id: u128| ScoredResult {
+            id: Uuid::from_u128(id),
+            score: 0.1,
+            payload: json!({"id": Uuid::from_u128(id).to_string(), "text": format!("chunk {id}")})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let lexical = |id: u128| json!({"id": Uuid::from_u128(id).to_string(), "text": format!("chunk {id}")});
+        // Vector ranks 1 then 2; the lexical channel ranks 2 then 3.
+        let fuse = |weights: ChannelWeights| {
+            let mut o = RetrieverOptions::with_top_k(3);
+            o.search.retriever_specific_config.insert("use_importance_weight".into(), json!(false));
+            let params = HybridParams { weights, ..HybridParams::from_options(&o).unwrap_or_else(|e| panic!("{e}")) };
+            fuse_chunks(vec![hit(1), hit(2)], &[], vec![lexical(2), lexical(3)], &HashMap::new(), &params, &None)
+                .iter()
+                .filter_map(|c| c.get("text").and_then(Value::as_str).map(str::to_string))
+                .collect::<Vec<_>>()
+        };
+        // Equal weights: the chunk both channels found comes first.
+        assert_eq!(fuse(ChannelWeights::default()), ["chunk 2", "chunk 1", "chunk 3"]);
+        // Lexical weighted out: the vector order, the lexical-only chunk last.
+        let vector_only = ChannelWeights { lexical: 0.0, ..ChannelWeights::default() };
+        assert_eq!(fuse(vector_only), ["chunk 1", "chunk 2", "chunk 3"]);
+        // Lexical weighted up: its first pick leads, its second passes the vector's first.
+        let lexical_heavy = ChannelWeights { lexical: 3.0, ..ChannelWeights::default() };
+        assert_eq!(fuse(lexical_heavy), ["chunk 2", "chunk 3", "chunk 1"]);
+        let mut o = RetrieverOptions::with_top_k(3);
+        o.search.retriever_specific_config.insert("lexical_weight".into(), json!(-1));
+        assert!(HybridParams::from_options(&o).is_err(), "a negative weight is refused");
     }
 }

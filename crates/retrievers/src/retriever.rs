@@ -119,6 +119,19 @@ impl RetrieverOptions {
         }
     }
 
+    /// A finite, non-negative number from `retriever_specific_config` (a weight).
+    pub fn rsc_weight(&self, key: &str) -> Result<Option<f64>> {
+        match self.search.retriever_specific_config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                v.as_f64().filter(|w| w.is_finite() && *w >= 0.0).map(Some).ok_or_else(|| RecallError::Validation {
+                    name: "InvalidRetrieverConfig",
+                    message: format!("retriever_specific_config['{key}'] must be a non-negative number, got {v}."),
+                })
+            }
+        }
+    }
+
     /// A boolean from `retriever_specific_config`.
     pub fn rsc_bool(&self, key: &str) -> Result<Option<bool>> {
         match self.search.retriever_specific_config.get(key) {
