@@ -1,6 +1,7 @@
 //! Composition root: reads the settings, builds the adapters they name, and
 //! wires them into an [`Engine`]. The only crate that names concrete adapters.
 
+pub mod eval;
 #[cfg(feature = "server")]
 pub mod serve;
 pub mod settings;
@@ -14,7 +15,7 @@ use recall_memory::HashingEmbedder;
 use recall_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
 use recall_sql::{SqlDatabase, SqlGraphStore, SqlRelationalStore, SqlSessionStore};
 
-pub use settings::{Overrides, Settings};
+pub use settings::{EmbeddingChoice, Overrides, Settings};
 
 const OPENAI_ENDPOINT: &str = "https://api.openai.com/v1";
 const OFFLINE_DIMENSIONS: usize = 384;
@@ -40,18 +41,48 @@ pub struct ActiveAdapters {
 
 /// Builds the embedder the settings select.
 pub fn build_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
-    if settings.uses_remote_embeddings()? {
-        let endpoint = non_empty(&settings.embedding_endpoint).unwrap_or(OPENAI_ENDPOINT);
-        let model = non_empty(&settings.embedding_model).unwrap_or("openai/text-embedding-3-large");
-        let explicit = settings.embedding_dimensions > 0;
-        let dimensions = if explicit { settings.embedding_dimensions } else { default_dimensions(model)? };
-        let key = settings.embedding_key();
-        let config = OpenAiConfig::new(endpoint, model, (!key.is_empty()).then_some(key));
-        Ok(Arc::new(OpenAiEmbedder::new(config, dimensions, explicit, settings.embedding_batch_size)?))
-    } else {
-        let dims = if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
-        Ok(Arc::new(HashingEmbedder::new(dims)?))
+    match settings.embedding_choice()? {
+        EmbeddingChoice::OpenAiCompatible => {
+            let endpoint = non_empty(&settings.embedding_endpoint).unwrap_or(OPENAI_ENDPOINT);
+            let model = non_empty(&settings.embedding_model).unwrap_or("openai/text-embedding-3-large");
+            let explicit = settings.embedding_dimensions > 0;
+            let dimensions = if explicit { settings.embedding_dimensions } else { default_dimensions(model)? };
+            let key = settings.embedding_key();
+            let config = OpenAiConfig::new(endpoint, model, (!key.is_empty()).then_some(key));
+            Ok(Arc::new(OpenAiEmbedder::new(config, dimensions, explicit, settings.embedding_batch_size)?))
+        }
+        EmbeddingChoice::Hashing => {
+            let dims =
+                if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
+            Ok(Arc::new(HashingEmbedder::new(dims)?))
+        }
+        EmbeddingChoice::Local => local_embedder(settings),
     }
+}
+
+#[cfg(feature = "local-embed")]
+fn local_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
+    let width = recall_local_embed::DIMENSIONS;
+    if settings.embedding_dimensions > 0 && settings.embedding_dimensions != width {
+        return Err(RecallError::invalid_input(format!(
+            "EMBEDDING_DIMENSIONS is {} but the local embedding model produces {width}: unset it, or choose another EMBEDDING_PROVIDER",
+            settings.embedding_dimensions
+        )));
+    }
+    Ok(Arc::new(recall_local_embed::LocalEmbedder::new()?))
+}
+
+/// A build without the `local-embed` feature falls back to hashing when the
+/// provider was left to the default, and says so when it was asked for.
+#[cfg(not(feature = "local-embed"))]
+fn local_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
+    if settings.embedding_provider.trim().eq_ignore_ascii_case("local") {
+        return Err(RecallError::invalid_input(
+            "EMBEDDING_PROVIDER=local, but this build has no local embedding model (the `local-embed` feature): use hashing or openai_compatible",
+        ));
+    }
+    let dims = if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
+    Ok(Arc::new(HashingEmbedder::new(dims)?))
 }
 
 fn non_empty(s: &str) -> Option<&str> {

@@ -36,6 +36,38 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct EvalArgs {
+    /// The documents: a JSON list of paragraphs or documents, or JSON Lines.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// The questions: a JSON list (or JSON Lines) of {"question", "answer"}.
+    #[arg(long)]
+    questions: PathBuf,
+    /// The dataset the corpus is remembered into (kept: a second run reuses it).
+    #[arg(long, default_value = "eval")]
+    dataset: String,
+    /// Search types to measure, comma-separated
+    /// [default: CHUNKS,CHUNKS_LEXICAL,SUMMARIES,HYBRID_COMPLETION,GRAPH_COMPLETION].
+    #[arg(long, value_delimiter = ',')]
+    types: Vec<String>,
+    /// Only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Also generate answers with the configured LLM and score exact match and F1.
+    #[arg(long)]
+    answers: bool,
+    /// retriever_specific_config sent with every recall, as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    config: Option<String>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON report to this file.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Remember files (.txt, .md; directories are walked) or text in a dataset.
@@ -108,6 +140,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Re-embed a dataset's vectors with the configured embedding model, from
+    /// the texts stored with them (after a model change; idempotent, resumes
+    /// after a crash). Each collection moves whole, with every dataset in it.
+    Reembed {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a dataset's graph as JSON or Graphviz DOT.
     Graph {
         #[command(flatten)]
@@ -131,6 +172,10 @@ enum Command {
     /// rate answers, read the guidance, delete a session.
     #[command(subcommand)]
     Session(session_cmd::SessionCommand),
+    /// Measure retrieval quality (docs/quality.md): remember a corpus, ask
+    /// its questions with each search type, and report answer recall@1/5/10,
+    /// MRR and latency (with --answers, also exact match and F1).
+    Eval(EvalArgs),
     /// Users: create one, set a password (docs/auth.md).
     #[command(subcommand)]
     User(UserCommand),
@@ -441,6 +486,7 @@ async fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "server")]
         Command::Serve { host, port } => recall::serve::serve(&settings, host.as_deref(), port).await,
         Command::Session(command) => session_cmd::run(who.reader().await?, command).await,
+        Command::Eval(args) => eval(&settings, cli.user.as_deref(), args).await,
         Command::History { json } => {
             let rows = match who.reader().await? {
                 Some((engine, user)) => engine.search_history(&user).await?,
@@ -567,6 +613,30 @@ async fn run(cli: Cli) -> Result<()> {
                     let gone = engine.forget_dataset(&user, &target).await?;
                     println!("Forgot dataset '{}' ({}).", gone.name, gone.id);
                 }
+            }
+            Ok(())
+        }
+        Command::Reembed { target, json } => {
+            let (engine, user) = who.writer().await?;
+            let progress = Bar::new(json);
+            progress.0.set_prefix("reembed");
+            let outcome = engine.reembed(&user, target.get(), &progress).await;
+            progress.0.finish_and_clear();
+            let outcome = outcome?;
+            if json {
+                return print_json(&outcome);
+            }
+            for c in &outcome.collections {
+                match c.status.as_str() {
+                    "current" => println!("{}: already on '{}'", c.name, outcome.model),
+                    _ => println!(
+                        "{}: {} row(s) moved from '{}' to '{}' ({} embedded now, {} kept from an interrupted run)",
+                        c.name, c.rows, c.from_model, outcome.model, c.embedded, c.resumed
+                    ),
+                }
+            }
+            if outcome.collections.is_empty() {
+                println!("Dataset '{}' has no vectors yet.", outcome.dataset_name);
             }
             Ok(())
         }
@@ -805,6 +875,18 @@ impl Bar {
     }
 }
 
+impl recall_engine::ReembedProgress for Bar {
+    fn collection(&self, name: &str, total: usize, done: usize) {
+        self.0.set_message(name.to_string());
+        self.0.set_length(total as u64);
+        self.0.set_position(done as u64);
+    }
+
+    fn embedded(&self, rows: usize) {
+        self.0.inc(rows as u64);
+    }
+}
+
 impl RememberProgress for Bar {
     fn stage(&self, name: &str, total: usize) {
         self.0.set_prefix(name.to_string());
@@ -947,5 +1029,49 @@ fn print_human(n: usize, r: &RecallResponse) {
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let s = serde_json::to_string_pretty(value).map_err(|e| RecallError::backend_msg(e.to_string()))?;
     println!("{s}");
+    Ok(())
+}
+
+async fn eval(settings: &Settings, email: Option<&str>, args: EvalArgs) -> Result<()> {
+    let types = if args.types.is_empty() {
+        recall::eval::DEFAULT_TYPES.to_vec()
+    } else {
+        args.types.iter().map(|t| t.trim().parse()).collect::<Result<Vec<SearchType>>>()?
+    };
+    let retriever_config = match args.config.as_deref() {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => return Err(RecallError::invalid_input("--config takes a JSON object")),
+        },
+    };
+    // The questions are independent: no session turns, no search history.
+    let mut settings = settings.clone();
+    settings.caching = false;
+    settings.log_search_history = false;
+    let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
+    let user = caller(&engine, &settings, email, true)
+        .await?
+        .ok_or_else(|| RecallError::backend_msg("the user vanished while it was created"))?;
+    let config = recall::eval::EvalConfig {
+        corpus: args.corpus,
+        questions: args.questions,
+        dataset: args.dataset,
+        types,
+        limit: args.limit,
+        answers: args.answers,
+        retriever_config,
+        progress: !args.json,
+    };
+    let report = recall::eval::run(&engine, &user, &config, &active).await?;
+    if let Some(path) = &args.output {
+        let text = serde_json::to_string_pretty(&report).map_err(RecallError::backend)?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| RecallError::invalid_input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if args.json {
+        return print_json(&report);
+    }
+    print!("{}", recall::eval::render_table(&report));
     Ok(())
 }

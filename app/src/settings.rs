@@ -55,6 +55,17 @@ const COGNEE_VARS: &[&str] = &[
 /// Cognee's spelling of settings whose Recall name differs.
 const COGNEE_ALIASES: &[(&str, &str)] = &[("COGNEE_LOG_SEARCH_HISTORY", "log_search_history")];
 
+/// Which embedder turns texts into vectors (EMBEDDING_PROVIDER).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingChoice {
+    /// The sentence-transformer compiled into the binary (the zero-key default).
+    Local,
+    /// An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, LiteLLM).
+    OpenAiCompatible,
+    /// Feature hashing of words: no model, matches wording only (tests, minimal builds).
+    Hashing,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -228,14 +239,24 @@ impl Settings {
         }
     }
 
-    /// Whether the OpenAI-compatible embedder is selected.
-    pub fn uses_remote_embeddings(&self) -> Result<bool> {
-        match self.embedding_provider.trim().to_ascii_lowercase().as_str() {
-            "hashing" | "offline" => Ok(false),
-            "openai" | "ollama" | "custom" => Ok(true),
-            "auto" | "" => Ok(!self.embedding_endpoint.trim().is_empty() || !self.embedding_key().is_empty()),
+    /// The embedder EMBEDDING_PROVIDER selects. Unset (or `auto`): the
+    /// OpenAI-compatible client when an embedding endpoint or key is
+    /// configured (EMBEDDING_API_KEY, else LLM_API_KEY, as Cognee does), the
+    /// local model otherwise.
+    pub fn embedding_choice(&self) -> Result<EmbeddingChoice> {
+        match self.embedding_provider.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "local" => Ok(EmbeddingChoice::Local),
+            "hashing" | "offline" => Ok(EmbeddingChoice::Hashing),
+            "openai" | "openai_compatible" | "ollama" | "custom" => Ok(EmbeddingChoice::OpenAiCompatible),
+            "auto" | "" => Ok(
+                if !self.embedding_endpoint.trim().is_empty() || !self.embedding_key().is_empty() {
+                    EmbeddingChoice::OpenAiCompatible
+                } else {
+                    EmbeddingChoice::Local
+                },
+            ),
             other => Err(RecallError::invalid_input(format!(
-                "unknown embedding_provider '{other}': use auto, openai, ollama, custom or hashing"
+                "unknown embedding_provider '{other}': use local, openai_compatible (or openai, ollama, custom), hashing or auto"
             ))),
         }
     }
@@ -403,7 +424,7 @@ mod tests {
             let s = Settings::load(None, &Overrides::default()).unwrap();
             assert_eq!(s.data_dir, PathBuf::from(".recall"));
             assert_eq!(s.chunk_size, 512);
-            assert!(!s.uses_remote_embeddings().unwrap());
+            assert_eq!(s.embedding_choice().unwrap(), EmbeddingChoice::Local);
             assert!(!s.llm_available());
             assert_eq!(s.database_url(), "sqlite://.recall/recall.db");
 
@@ -414,7 +435,7 @@ mod tests {
             jail.set_env("RECALL_DATA_DIR", "/tmp/r");
             let s = Settings::load(None, &Overrides::default()).unwrap();
             assert_eq!(s.embedding_model, "nomic-embed-text");
-            assert!(s.uses_remote_embeddings().unwrap());
+            assert_eq!(s.embedding_choice().unwrap(), EmbeddingChoice::OpenAiCompatible);
             assert!(s.llm_available());
             assert_eq!(s.embedding_key(), "sk-x");
             assert_eq!(s.chunk_size, 64);

@@ -434,3 +434,40 @@ fn users_and_api_keys_from_the_command_line() {
     let o = run(&["--user", "ann@example.com", "api-key", "list", "--json"], "");
     assert!(!stdout(&o).contains(id), "{}", stdout(&o));
 }
+
+/// A store built with the hashing embedder, then opened with the default
+/// (local) model: recall names both models and how to repair it, and
+/// `recall reembed` repairs it.
+#[test]
+fn a_model_change_is_caught_and_reembed_repairs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let hashing = [("EMBEDDING_PROVIDER", "hashing")];
+    let out = recall_with(d, &["remember", "--dataset", "notes", &samples()], "", &hashing);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = recall(d, &["recall", "Which insect dances?", "--type", "CHUNKS"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("[EmbeddingModelMismatchError] (HTTP 409)"), "{err}");
+    assert!(err.contains("'recall-hashing-v1-384'") && err.contains("'pocket-encoder/"), "both models named: {err}");
+    assert!(err.contains("Both produce 384-dimensional vectors"), "{err}");
+    assert!(err.contains("recall reembed --dataset"), "the remediation: {err}");
+
+    let out = recall(d, &["reembed", "--dataset", "notes", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let outcome: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let collections = outcome["collections"].as_array().unwrap();
+    assert!(collections.iter().any(|c| c["name"] == "DocumentChunk_text" && c["status"] == "reembedded"), "{outcome}");
+
+    let out =
+        recall(d, &["recall", "Which insect dances to share where flowers are?", "--type", "CHUNKS", "--top-k", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).to_lowercase().contains("bee"), "{}", stdout(&out));
+    // Nothing left to do the second time.
+    let out = recall(d, &["reembed", "--dataset", "notes"]);
+    assert!(stdout(&out).contains("already on"), "{}", stdout(&out));
+    // The old model now meets the same error the other way round.
+    let out = recall_with(d, &["recall", "bees", "--type", "CHUNKS"], "", &hashing);
+    assert!(stderr(&out).contains("EmbeddingModelMismatchError"), "{}", stderr(&out));
+}

@@ -73,8 +73,9 @@ fn with_llm(dir: &Path, endpoint: &str, args: &[&str]) -> Output {
         .env("LLM_API_KEY", "test-key")
         .env("LLM_ENDPOINT", endpoint)
         .env("LLM_MODEL", "fake-model")
-        // The key would otherwise select remote embeddings; the store was built offline.
-        .env("EMBEDDING_PROVIDER", "hashing")
+        // The key would otherwise select remote embeddings; the store was built
+        // with the default local model.
+        .env("EMBEDDING_PROVIDER", "local")
         .env_remove("EMBEDDING_API_KEY")
         .env_remove("EMBEDDING_ENDPOINT")
         .env_remove("RECALL_USER")

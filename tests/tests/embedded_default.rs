@@ -235,7 +235,18 @@ async fn a_different_embedding_width_is_a_conflict_not_an_empty_result() {
         .await
         .unwrap();
 
+    // The store was built by the default (local) model; the hashing embedder
+    // at the same width is another model, and says so.
+    let mut hashing = Settings::embedded(dir.path()).unwrap();
+    hashing.embedding_provider = "hashing".into();
+    let (other, _) = build_engine(&hashing, OpenMode::ExistingOnly).await.unwrap();
+    let err = other.recall(&me(&other).await, &RecallRequest::new("honey")).await.unwrap_err();
+    assert_eq!(err.name(), "EmbeddingModelMismatchError", "{err:?}");
+    assert_eq!(err.http_status(), 409);
+    assert!(err.to_string().contains("Both produce 384-dimensional vectors"), "{err}");
+
     let mut narrow = Settings::embedded(dir.path()).unwrap();
+    narrow.embedding_provider = "hashing".into();
     narrow.embedding_dimensions = 128;
     let (other, _) = build_engine(&narrow, OpenMode::ExistingOnly).await.unwrap();
     let err = other.recall(&me(&other).await, &RecallRequest::new("honey")).await.unwrap_err();
@@ -270,4 +281,79 @@ async fn data_survives_reopening_the_store() {
 async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
     let user = me(engine).await;
     engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
+}
+
+/// A store built with the hashing embedder, opened with the default (local)
+/// model: recall says the models differ, `reembed` moves every collection to
+/// the local model from the stored texts — resuming after what an interrupted
+/// run had staged — and a second run finds nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reembed_moves_a_dataset_to_the_configured_model_and_resumes() {
+    use recall_core::ports::VectorRecord;
+    use recall_engine::NoProgress;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut hashing = Settings::embedded(dir.path()).unwrap();
+    hashing.embedding_provider = "hashing".into();
+    let counts = |engine: &Engine, ds| {
+        let engine = engine.clone();
+        async move {
+            let mut out = Vec::new();
+            for name in engine.vectors().collections().await.unwrap() {
+                out.push((name.clone(), engine.vectors().count(ds, &name).await.unwrap()));
+            }
+            out.sort();
+            out
+        }
+    };
+    let (before, ds) = {
+        let (old, _) = build_engine(&hashing, OpenMode::Create).await.unwrap();
+        old.remember(&me(&old).await, "docs", &sample_files()).await.unwrap();
+        let ds = old.dataset(&me(&old).await, "docs").await.unwrap().id;
+        (counts(&old, ds).await, ds)
+    };
+    assert!(before.iter().any(|(n, c)| n == DOCUMENT_CHUNK_TEXT && *c > 2), "{before:?}");
+
+    let new = engine(dir.path(), OpenMode::ExistingOnly).await.unwrap();
+    let user = me(&new).await;
+    let bees = RecallRequest::new("Which insect dances to show where flowers are?").query_type(SearchType::Chunks);
+    let err = new.recall(&user, &bees).await.unwrap_err();
+    assert_eq!(err.name(), "EmbeddingModelMismatchError", "{err}");
+
+    // An interrupted run: two chunk rows already staged with the new model.
+    let spec = new.embedder().spec();
+    let staging = format!("{DOCUMENT_CHUNK_TEXT}__reembed");
+    let rows = new.vectors().rows(DOCUMENT_CHUNK_TEXT).await.unwrap();
+    new.vectors().ensure_collection(ds, &staging, &spec).await.unwrap();
+    let texts: Vec<String> = rows[..2].iter().map(|(_, r)| r.payload["text"].as_str().unwrap().to_string()).collect();
+    let vectors = new.embedder().embed(&texts).await.unwrap();
+    let staged: Vec<VectorRecord> =
+        rows[..2].iter().zip(vectors).map(|((_, r), vector)| VectorRecord { vector, ..r.clone() }).collect();
+    new.vectors().upsert(ds, &staging, staged).await.unwrap();
+
+    let outcome = new.reembed(&user, "docs", &NoProgress).await.unwrap();
+    assert_eq!(outcome.model, spec.model);
+    let chunks = outcome.collections.iter().find(|c| c.name == DOCUMENT_CHUNK_TEXT).unwrap();
+    assert_eq!((chunks.status.as_str(), chunks.resumed, chunks.rows), ("reembedded", 2, rows.len()));
+    assert_eq!(chunks.embedded, rows.len() - 2);
+    assert!(chunks.from_model.starts_with("recall-hashing"), "{chunks:?}");
+    for name in new.vectors().collections().await.unwrap() {
+        assert!(!name.ends_with("__reembed"), "staging collections are dropped: {name}");
+        assert_eq!(new.vectors().collection_spec(&name).await.unwrap(), Some(spec.clone()), "{name}");
+    }
+    assert_eq!(counts(&new, ds).await, before, "every row kept, none added");
+    // The vectors are the new model's embeddings of the stored texts.
+    let (_, row) = new.vectors().rows(DOCUMENT_CHUNK_TEXT).await.unwrap().into_iter().next().unwrap();
+    let fresh = new.embedder().embed(&[row.payload["text"].as_str().unwrap().to_string()]).await.unwrap();
+    let cosine: f32 = fresh[0].iter().zip(&row.vector).map(|(a, b)| a * b).sum();
+    assert!(cosine > 0.999, "{cosine}");
+
+    let results = new.recall(&user, &bees).await.unwrap();
+    let first = graph_entries(&results)[0];
+    assert!(first.text.to_lowercase().contains("bee"), "{}", first.text);
+
+    let again = new.reembed(&user, "docs", &NoProgress).await.unwrap();
+    assert!(again.collections.iter().all(|c| c.status == "current" && c.embedded == 0), "{again:?}");
+    let err = new.reembed(&user, "nope", &NoProgress).await.unwrap_err();
+    assert_eq!(err.http_status(), 404);
 }

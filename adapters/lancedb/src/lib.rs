@@ -653,6 +653,83 @@ impl VectorStore for LanceVectorStore {
         Ok(())
     }
 
+    async fn collections(&self) -> Result<Vec<String>> {
+        self.conn.table_names().execute().await.map_err(lance_err)
+    }
+
+    async fn rows(&self, collection: &str) -> Result<Vec<(DatasetId, VectorRecord)>> {
+        let Some((table, spec)) = self.open(collection).await? else {
+            return Ok(Vec::new());
+        };
+        Ok(scan_rows(&table, spec.dimensions)
+            .await?
+            .into_iter()
+            .map(|(dataset, row)| {
+                let record = VectorRecord {
+                    id: row.id,
+                    vector: row.vector,
+                    payload: parse_payload(&row.payload),
+                    belongs_to_set: row.sets,
+                };
+                (dataset, record)
+            })
+            .collect())
+    }
+
+    /// One overwrite commit: Lance keeps the previous version until it is
+    /// cleaned up, and a reader opens one version or the other.
+    async fn replace_collection(
+        &self,
+        collection: &str,
+        spec: &EmbeddingSpec,
+        rows: Vec<(DatasetId, VectorRecord)>,
+    ) -> Result<()> {
+        if let Some((dataset, bad)) = rows.iter().find(|(_, r)| r.vector.len() != spec.dimensions) {
+            return Err(mismatch(*dataset, spec, "<input vectors>", bad.vector.len()));
+        }
+        let schema = schema_for(spec)?;
+        let mut by_dataset: std::collections::BTreeMap<DatasetId, Vec<VectorRecord>> = Default::default();
+        for (dataset, record) in rows {
+            by_dataset.entry(dataset).or_default().push(record);
+        }
+        let mut batches = Vec::with_capacity(by_dataset.len());
+        for (dataset, records) in &by_dataset {
+            for part in records.chunks(8_192) {
+                batches.push(to_batch(schema.clone(), *dataset, spec.dimensions, part)?);
+            }
+        }
+        if batches.is_empty() {
+            batches.push(RecordBatch::new_empty(schema.clone()));
+        }
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(batches.into_iter().map(Ok), schema));
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        let table = self
+            .conn
+            .create_table(collection, reader)
+            .mode(lancedb::database::CreateTableMode::Overwrite)
+            .execute()
+            .await
+            .map_err(lance_err)?;
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.caches.lock().await.remove(collection);
+        self.tables.lock().await.insert(collection.to_string(), (table.clone(), spec.clone()));
+        self.maintain(&table).await
+    }
+
+    async fn drop_collection(&self, collection: &str) -> Result<()> {
+        let lock = self.write_lock(collection).await;
+        let _guard = lock.lock().await;
+        match self.conn.drop_table(collection, &[]).await {
+            Ok(()) | Err(lancedb::Error::TableNotFound { .. }) => {}
+            Err(e) => return Err(lance_err(e)),
+        }
+        self.caches.lock().await.remove(collection);
+        self.tables.lock().await.remove(collection);
+        Ok(())
+    }
+
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
         let names = self.conn.table_names().execute().await.map_err(lance_err)?;
         for name in names {

@@ -141,6 +141,43 @@ impl VectorStore for MemoryVectorStore {
         Ok(())
     }
 
+    async fn collections(&self) -> Result<Vec<String>> {
+        let mut names: Vec<String> = self.collections.read().await.keys().cloned().collect();
+        names.sort();
+        Ok(names)
+    }
+
+    async fn rows(&self, collection: &str) -> Result<Vec<(DatasetId, VectorRecord)>> {
+        let cols = self.collections.read().await;
+        Ok(cols
+            .get(collection)
+            .map(|c| c.rows.iter().flat_map(|(dataset, rows)| rows.values().map(|r| (*dataset, r.clone()))).collect())
+            .unwrap_or_default())
+    }
+
+    async fn replace_collection(
+        &self,
+        collection: &str,
+        spec: &EmbeddingSpec,
+        rows: Vec<(DatasetId, VectorRecord)>,
+    ) -> Result<()> {
+        if let Some((dataset, bad)) = rows.iter().find(|(_, r)| r.vector.len() != spec.dimensions) {
+            return Err(mismatch(*dataset, spec, "<input vectors>", bad.vector.len()));
+        }
+        let mut replacement = Collection { spec: spec.clone(), rows: HashMap::new() };
+        for (dataset, record) in rows {
+            replacement.rows.entry(dataset).or_default().insert(record.id, record);
+        }
+        // One write lock: readers see the old collection or the new one.
+        self.collections.write().await.insert(collection.to_string(), replacement);
+        Ok(())
+    }
+
+    async fn drop_collection(&self, collection: &str) -> Result<()> {
+        self.collections.write().await.remove(collection);
+        Ok(())
+    }
+
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
         let mut cols = self.collections.write().await;
         for col in cols.values_mut() {

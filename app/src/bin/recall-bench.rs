@@ -14,6 +14,11 @@
 //! completion adds (reading the conversation, recording the turn), and
 //! GRAPH_COMPLETION only_context with and without the session.
 //!
+//! `--embedder hashing|local` (default hashing): the figures measure storage
+//! and retrieval, so the cheap embedder keeps a 100k-chunk ingestion short;
+//! `local` measures the built-in model instead (its query embedding is part
+//! of every first-time question's latency).
+//!
 //! The corpus is generated deterministically (same text every run).
 
 use std::time::{Duration, Instant};
@@ -139,6 +144,7 @@ async fn main() -> recall_core::Result<()> {
     let reuse = kept.is_some() && dir.exists();
     let mut settings = Settings::embedded(&dir)?;
     settings.chunk_size = words;
+    settings.embedding_provider = arg_str("--embedder").unwrap_or_else(|| "hashing".into());
     // 0 measures LanceDB's own search (no in-process search cache).
     if let Some(mb) = arg_str("--vector-cache-mb") {
         let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;

@@ -9,6 +9,8 @@
 //!
 //! It starts the `recall` binary next to itself (`recall serve`, with
 //! authentication off) as a separate process and loads it from this one.
+//! `--embedder` (default hashing) must name the embedder the store was built
+//! with (recall-bench's `--embedder`).
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,6 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .args(["serve", "--port", &port.to_string(), "--data-dir", &dir])
         .env("ENABLE_BACKEND_ACCESS_CONTROL", "false")
         .env("RECALL_CHUNK_SIZE", "60")
+        .env("EMBEDDING_PROVIDER", arg_str("--embedder").unwrap_or_else(|| "hashing".into()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;

@@ -411,6 +411,63 @@ pub async fn vector_store_conformance(store: Arc<dyn VectorStore>, collection_pr
     vector_node_set_filter(store.as_ref(), &col, &spec).await;
     vector_concurrent_writers(store.clone(), &col, &spec).await;
     vector_large_batch(store.as_ref(), &col, &spec, 50_000).await;
+    vector_replace_collection(store.as_ref(), &format!("{collection_prefix}Replaced_text"), &spec).await;
+}
+
+/// Whole-collection reads, replacement under another model, and dropping
+/// (what `recall reembed` builds on).
+async fn vector_replace_collection(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec) {
+    let (ds1, ds2) = (fresh_dataset(), fresh_dataset());
+    assert!(store.rows(col).await.unwrap().is_empty(), "a missing collection has no rows");
+    store.ensure_collection(ds1, col, spec).await.unwrap();
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store.upsert(ds1, col, vec![record(a, vec![1.0, 0.0, 0.0, 0.0], "alpha", &["s"])]).await.unwrap();
+    store
+        .upsert(
+            ds2,
+            col,
+            vec![record(b, vec![0.0, 1.0, 0.0, 0.0], "beta", &[]), record(c, vec![0.0, 0.0, 1.0, 0.0], "gamma", &[])],
+        )
+        .await
+        .unwrap();
+    assert!(store.collections().await.unwrap().iter().any(|n| n == col));
+    let mut rows = store.rows(col).await.unwrap();
+    rows.sort_by_key(|(_, r)| r.payload.get("text").and_then(Value::as_str).map(str::to_string));
+    let seen: Vec<(DatasetId, &str, usize)> = rows
+        .iter()
+        .map(|(d, r)| (*d, r.payload.get("text").and_then(Value::as_str).unwrap_or(""), r.vector.len()))
+        .collect();
+    assert_eq!(seen, vec![(ds1, "alpha", 4), (ds2, "beta", 4), (ds2, "gamma", 4)], "every dataset's rows, whole");
+    assert_eq!(rows[0].1.belongs_to_set, vec!["s".to_string()]);
+
+    // Another model of the same width: every row rewritten, the new model recorded.
+    let next = EmbeddingSpec { model: "conformance-model-2".into(), dimensions: spec.dimensions };
+    let turned: Vec<(DatasetId, VectorRecord)> = rows
+        .into_iter()
+        .map(|(d, mut r)| {
+            r.vector.rotate_left(1);
+            (d, r)
+        })
+        .collect();
+    store.replace_collection(col, &next, turned).await.unwrap();
+    assert_eq!(store.collection_spec(col).await.unwrap(), Some(next.clone()));
+    assert_eq!((store.count(ds1, col).await.unwrap(), store.count(ds2, col).await.unwrap()), (1, 2));
+    // alpha's vector rotated from x to w: a query along w finds it first.
+    let hits = store.search(ds1, col, &[0.0, 0.0, 0.0, 1.0], Some(1), None).await.unwrap();
+    assert_eq!((hits[0].id, hits[0].score < 1e-6), (a, true), "the replaced vectors are searched");
+    let filtered =
+        store.search(ds1, col, &[0.0, 0.0, 0.0, 1.0], None, Some(NodeSetFilter::Any(vec!["s".into()]))).await.unwrap();
+    assert_eq!(filtered.len(), 1, "node sets survive the replacement");
+    let err = store.ensure_collection(ds1, col, spec).await.unwrap_err();
+    assert_eq!(err.name(), "EmbeddingModelMismatchError", "the old model is now the other one");
+    let bad = vec![(ds1, record(a, vec![1.0; 3], "short", &[]))];
+    assert!(store.replace_collection(col, &next, bad).await.is_err(), "a wrong width is refused");
+    assert_eq!(store.count(ds2, col).await.unwrap(), 2, "and changes nothing");
+
+    store.drop_collection(col).await.unwrap();
+    assert_eq!(store.collection_spec(col).await.unwrap(), None);
+    assert!(!store.collections().await.unwrap().iter().any(|n| n == col));
+    store.drop_collection(col).await.unwrap();
 }
 
 async fn vector_large_batch(store: &dyn VectorStore, col: &str, spec: &EmbeddingSpec, n: usize) {
@@ -512,6 +569,14 @@ async fn vector_dimension_mismatch(store: &dyn VectorStore, col: &str, spec: &Em
     assert!(
         matches!(err, RecallError::EmbeddingDimensionMismatch { stored_dimensions: 4, configured_dimensions: 8, .. }),
         "ensure_collection with another width: {err:?}"
+    );
+    assert_eq!(err.http_status(), 409);
+    // The same width from another model is caught too, and not called a width problem.
+    let same_width = EmbeddingSpec { model: "other-model".into(), dimensions: spec.dimensions };
+    let err = store.ensure_collection(ds, col, &same_width).await.unwrap_err();
+    assert!(
+        matches!(&err, RecallError::EmbeddingModelMismatch { configured_model, .. } if configured_model == "other-model"),
+        "ensure_collection with another model of the same width: {err:?}"
     );
     assert_eq!(err.http_status(), 409);
     let err = store.upsert(ds, col, vec![record(Uuid::new_v4(), vec![1.0; 3], "bad", &[])]).await.unwrap_err();

@@ -27,6 +27,7 @@ pub use ingest::forget::ForgetOutcome;
 pub use ingest::global_context::{bucket_summary_id, root_summary_id};
 pub use ingest::improve::{ImproveOutcome, ImproveStage};
 pub use ingest::progress::{NoProgress, RememberProgress};
+pub use ingest::reembed::{ReembedCollection, ReembedOutcome, ReembedProgress};
 pub use ingest::remember::{check_inputs, AddOutcome, RememberInput, RememberOutcome};
 pub use ingest::update::UpdateOutcome;
 pub use query::dataset_routing::{self, DatasetRoutingConfig};

@@ -91,6 +91,11 @@ pub enum RecallError {
         configured_dimensions: usize,
     },
 
+    /// Same width, another model: the vectors have the right shape but live
+    /// in different coordinate spaces, so comparing them would be noise.
+    #[error("Dataset {dataset_id} was embedded with '{stored_model}', but the configured embedding model is '{configured_model}'. Both produce {dimensions}-dimensional vectors, but from different models, so they cannot be compared: a dataset's vectors must all come from one model.")]
+    EmbeddingModelMismatch { dataset_id: String, stored_model: String, configured_model: String, dimensions: usize },
+
     /// A file type that cannot be ingested; rejected before anything is written.
     #[error("Unsupported file type '{extension}' for '{path}'. Supported: .txt, .md")]
     UnsupportedFileType { path: String, extension: String },
@@ -174,7 +179,9 @@ impl RecallError {
             RecallError::UnsupportedSearchType(_)
             | RecallError::SearchTypeNotSupported(_)
             | RecallError::UnsupportedFileType { .. } => ErrorKind::Unsupported,
-            RecallError::EmbeddingDimensionMismatch { .. } => ErrorKind::Conflict,
+            RecallError::EmbeddingDimensionMismatch { .. } | RecallError::EmbeddingModelMismatch { .. } => {
+                ErrorKind::Conflict
+            }
             RecallError::LlmPaymentRequired(_) => ErrorKind::PaymentRequired,
             RecallError::DatasetType(_)
             | RecallError::QueryValidation(_)
@@ -203,6 +210,7 @@ impl RecallError {
             RecallError::CypherSearch => "CypherSearchError",
             RecallError::LlmPaymentRequired(_) => "LLMPaymentRequiredError",
             RecallError::EmbeddingDimensionMismatch { .. } => "EmbeddingDimensionMismatchError",
+            RecallError::EmbeddingModelMismatch { .. } => "EmbeddingModelMismatchError",
             RecallError::UnsupportedFileType { .. } => "UnsupportedFileTypeError",
             RecallError::InvalidInput(_) => "InvalidInputError",
             RecallError::NotFound(_) => "NotFoundError",
@@ -220,9 +228,13 @@ impl RecallError {
                 "Set the environment variable ALLOW_CYPHER_QUERY=true, and only do so when every user of this deployment is trusted."
                     .into(),
             ),
-            RecallError::EmbeddingDimensionMismatch { stored_model, .. } => Some(format!(
-                "Re-embed the dataset with the configured model, or configure '{stored_model}' again."
-            )),
+            RecallError::EmbeddingDimensionMismatch { dataset_id, stored_model, .. }
+            | RecallError::EmbeddingModelMismatch { dataset_id, stored_model, .. } => {
+                let flag = if uuid::Uuid::parse_str(dataset_id).is_ok() { "--dataset-id" } else { "--dataset" };
+                Some(format!(
+                    "Re-embed the stored texts with the configured model (`recall reembed {flag} {dataset_id}`), or configure '{stored_model}' again."
+                ))
+            }
             _ => None,
         }
     }
@@ -248,21 +260,30 @@ impl RecallError {
             | RecallError::PermissionNotFound(_)
             | RecallError::SearchTypeDisabled(_) => 403,
             RecallError::LlmPaymentRequired(_) => 402,
-            RecallError::EmbeddingDimensionMismatch { .. } => 409,
+            RecallError::EmbeddingDimensionMismatch { .. } | RecallError::EmbeddingModelMismatch { .. } => 409,
             RecallError::UnsupportedFileType { .. } => 415,
             RecallError::Provider(_) => 502,
             RecallError::Backend(_) => 500,
         }
     }
 
-    /// `EmbeddingDimensionMismatchError`: `stored` is what the collection was built
-    /// with; `model`/`dimensions` what is being used now.
+    /// `EmbeddingDimensionMismatchError`, or `EmbeddingModelMismatchError` when
+    /// the widths agree: `stored` is what the collection was built with;
+    /// `model`/`dimensions` what is being used now.
     pub fn embedding_mismatch(
         dataset: impl std::fmt::Display,
         stored: &crate::ports::EmbeddingSpec,
         model: &str,
         dimensions: usize,
     ) -> Self {
+        if stored.dimensions == dimensions {
+            return RecallError::EmbeddingModelMismatch {
+                dataset_id: dataset.to_string(),
+                stored_model: stored.model.clone(),
+                configured_model: model.to_string(),
+                dimensions,
+            };
+        }
         RecallError::EmbeddingDimensionMismatch {
             dataset_id: dataset.to_string(),
             stored_model: stored.model.clone(),
@@ -373,8 +394,23 @@ mod tests {
         assert_eq!(mismatch.http_status(), 409);
         assert_eq!(
             mismatch.remediation().as_deref(),
-            Some("Re-embed the dataset with the configured model, or configure 'a' again.")
+            Some("Re-embed the stored texts with the configured model (`recall reembed --dataset d`), or configure 'a' again.")
         );
+        // Same width, another model: its own error, which does not blame the width.
+        let spec = crate::ports::EmbeddingSpec { model: "recall-hashing-v1-384".into(), dimensions: 384 };
+        let same_width = RecallError::embedding_mismatch("d", &spec, "minilm", 384);
+        assert_eq!(same_width.name(), "EmbeddingModelMismatchError");
+        assert_eq!(same_width.http_status(), 409);
+        let text = same_width.to_string();
+        assert!(
+            text.contains("'recall-hashing-v1-384'")
+                && text.contains("'minilm'")
+                && text.contains("Both produce 384-dimensional"),
+            "{text}"
+        );
+        assert!(!text.contains("produces 384"), "{text}");
+        assert!(same_width.remediation().is_some_and(|r| r.contains("recall reembed --dataset d")));
+        assert_eq!(RecallError::embedding_mismatch("d", &spec, "wide", 768).name(), "EmbeddingDimensionMismatchError");
         let disabled = RecallError::SearchTypeDisabled(crate::SearchType::Cypher);
         assert_eq!(disabled.to_string(), "CYPHER search is disabled by default for security reasons.");
         assert!(disabled

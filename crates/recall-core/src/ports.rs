@@ -521,6 +521,49 @@ pub trait VectorStore: Send + Sync {
     /// Deletes every row of a dataset in every collection.
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()>;
 
+    /// The collections the store holds (re-embedding walks them).
+    async fn collections(&self) -> Result<Vec<String>> {
+        Err(crate::RecallError::SearchTypeNotSupported(format!(
+            "the {} vector store cannot list collections",
+            self.name()
+        )))
+    }
+
+    /// Every row of a collection, of every dataset, vectors included (empty
+    /// when the collection does not exist).
+    async fn rows(&self, collection: &str) -> Result<Vec<(DatasetId, VectorRecord)>> {
+        let _ = collection;
+        Err(crate::RecallError::SearchTypeNotSupported(format!(
+            "the {} vector store cannot read whole collections",
+            self.name()
+        )))
+    }
+
+    /// Replaces a collection whole — its rows and the embedding model it
+    /// records — in one step: a reader sees the old collection or the new
+    /// one, never a mix. Creates it when missing.
+    async fn replace_collection(
+        &self,
+        collection: &str,
+        spec: &EmbeddingSpec,
+        rows: Vec<(DatasetId, VectorRecord)>,
+    ) -> Result<()> {
+        let _ = (collection, spec, rows);
+        Err(crate::RecallError::SearchTypeNotSupported(format!(
+            "the {} vector store cannot replace collections",
+            self.name()
+        )))
+    }
+
+    /// Removes a collection and its rows; a missing one is not an error.
+    async fn drop_collection(&self, collection: &str) -> Result<()> {
+        let _ = collection;
+        Err(crate::RecallError::SearchTypeNotSupported(format!(
+            "the {} vector store cannot drop collections",
+            self.name()
+        )))
+    }
+
     /// Another process may have written: drop whatever is held in process
     /// (cached rows, table handles), so the next read sees the store as it is.
     async fn refresh(&self) -> Result<()> {

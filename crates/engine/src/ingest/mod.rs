@@ -9,5 +9,6 @@ pub(crate) mod forget;
 pub(crate) mod global_context;
 pub(crate) mod improve;
 pub(crate) mod progress;
+pub(crate) mod reembed;
 pub(crate) mod remember;
 pub(crate) mod update;
