@@ -58,8 +58,8 @@ struct EvalArgs {
     #[arg(long)]
     answers: bool,
     /// retriever_specific_config sent with every recall, as a JSON object.
-    #[arg(long, value_name = "JSON")]
-    config: Option<String>,
+    #[arg(long = "config", id = "retriever_config", value_name = "JSON")]
+    retriever_config: Option<String>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -1038,7 +1038,7 @@ async fn eval(settings: &Settings, email: Option<&str>, args: EvalArgs) -> Resul
     } else {
         args.types.iter().map(|t| t.trim().parse()).collect::<Result<Vec<SearchType>>>()?
     };
-    let retriever_config = match args.config.as_deref() {
+    let retriever_config = match args.retriever_config.as_deref() {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str(text) {
             Ok(serde_json::Value::Object(map)) => map,
