@@ -80,43 +80,20 @@ fn eval_scores_every_type_on_the_embedded_default() {
     assert!(report["results"][0].get("exact_match").is_none(), "no EM without --answers");
 
     // A second run reuses the remembered corpus, and the table form prints.
-    let table = ok(common::recall(
-        &data,
-        &[
-            "eval",
-            "--corpus",
-            &corpus,
-            "--questions",
-            &questions,
-            "--types",
-            "CHUNKS,HYBRID_COMPLETION",
-            "--limit",
-            "2",
-            "--config",
-            r#"{"lexical_weight": 0.5}"#,
-        ],
-    ));
+    let eval = |extra: &[&str]| {
+        let mut args = vec!["eval", "--corpus", &corpus, "--questions", &questions];
+        args.extend_from_slice(extra);
+        common::recall(&data, &args)
+    };
+    let table =
+        ok(eval(&["--types", "CHUNKS,HYBRID_COMPLETION", "--limit", "2", "--config", r#"{"lexical_weight": 0.5}"#]));
     assert!(
         table.contains("recall@1") && table.contains("HYBRID_COMPLETION") && table.contains("questions: 2"),
         "{table}"
     );
-    let bad_config =
-        common::recall(&data, &["eval", "--corpus", &corpus, "--questions", &questions, "--config", "[1]"]);
+    let bad_config = eval(&["--config", "[1]"]);
     assert!(String::from_utf8_lossy(&bad_config.stderr).contains("--config takes a JSON object"));
-    let bad_weight = common::recall(
-        &data,
-        &[
-            "eval",
-            "--corpus",
-            &corpus,
-            "--questions",
-            &questions,
-            "--types",
-            "HYBRID_COMPLETION",
-            "--config",
-            r#"{"vector_weight": "high"}"#,
-        ],
-    );
+    let bad_weight = eval(&["--types", "HYBRID_COMPLETION", "--config", r#"{"vector_weight": "high"}"#]);
     let stderr = String::from_utf8_lossy(&bad_weight.stderr);
     assert!(!bad_weight.status.success() && stderr.contains("vector_weight"), "{stderr}");
 

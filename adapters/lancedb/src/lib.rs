@@ -684,9 +684,7 @@ impl VectorStore for LanceVectorStore {
         spec: &EmbeddingSpec,
         rows: Vec<(DatasetId, VectorRecord)>,
     ) -> Result<()> {
-        if let Some((dataset, bad)) = rows.iter().find(|(_, r)| r.vector.len() != spec.dimensions) {
-            return Err(mismatch(*dataset, spec, "<input vectors>", bad.vector.len()));
-        }
+        spec.check_rows(&rows)?;
         let schema = schema_for(spec)?;
         let mut by_dataset: std::collections::BTreeMap<DatasetId, Vec<VectorRecord>> = Default::default();
         for (dataset, record) in rows {

@@ -161,9 +161,7 @@ impl VectorStore for MemoryVectorStore {
         spec: &EmbeddingSpec,
         rows: Vec<(DatasetId, VectorRecord)>,
     ) -> Result<()> {
-        if let Some((dataset, bad)) = rows.iter().find(|(_, r)| r.vector.len() != spec.dimensions) {
-            return Err(mismatch(*dataset, spec, "<input vectors>", bad.vector.len()));
-        }
+        spec.check_rows(&rows)?;
         let mut replacement = Collection { spec: spec.clone(), rows: HashMap::new() };
         for (dataset, record) in rows {
             replacement.rows.entry(dataset).or_default().insert(record.id, record);

@@ -445,6 +445,19 @@ pub struct EmbeddingSpec {
     pub dimensions: usize,
 }
 
+impl EmbeddingSpec {
+    /// `EmbeddingDimensionMismatch` for the first row whose vector is not
+    /// this wide (a whole-collection write checks before it writes).
+    pub fn check_rows(&self, rows: &[(DatasetId, VectorRecord)]) -> Result<()> {
+        match rows.iter().find(|(_, r)| r.vector.len() != self.dimensions) {
+            Some((dataset, bad)) => {
+                Err(crate::RecallError::embedding_mismatch(dataset, self, "<input vectors>", bad.vector.len()))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 /// One vector row: the embedded data point's id, its vector and its payload
 /// (the "index row" of docs/ingestion.md: text, document_id, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
