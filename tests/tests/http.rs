@@ -987,6 +987,12 @@ async fn the_graph_page_draws_the_dataset_in_a_headless_browser() {
     let dataset_id = body["dataset_id"].as_str().unwrap().to_string();
     let (status, body) = json_of(client.get(server.url("/api/v1/visualize")).send().await.unwrap()).await;
     assert_eq!((status, &body["detail"][0]["loc"]), (StatusCode::BAD_REQUEST, &json!(["query", "dataset_id"])));
+    // Bad ids in the query are located in the query.
+    for bad in ["dataset_id=nope".to_string(), format!("dataset_id={dataset_id}&seed_node_ids=nope")] {
+        let (status, body) =
+            json_of(client.get(server.url(&format!("/api/v1/visualize?{bad}"))).send().await.unwrap()).await;
+        assert_eq!((status, body["detail"][0]["loc"][0].as_str()), (StatusCode::BAD_REQUEST, Some("query")), "{body}");
+    }
     let url = server.url(&format!("/api/v1/visualize?dataset_id={dataset_id}"));
     let page = client.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);

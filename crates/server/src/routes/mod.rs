@@ -67,7 +67,7 @@ pub fn parse_uuid(raw: &str, name: &str) -> Result<Uuid, ApiError> {
 
 /// A UUID from the request part `location` (`path`, `query`); anything
 /// else is a 400 validation error located there.
-fn parse_uuid_in(location: &str, raw: &str, name: &str) -> Result<Uuid, ApiError> {
+pub(crate) fn parse_uuid_in(location: &str, raw: &str, name: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw.trim()).map_err(|e| {
         ApiError::invalid(
             "uuid_parsing",

@@ -9,7 +9,7 @@ use recall_api::{bounded_subgraph, graph_dto};
 use recall_core::DatasetRef;
 use serde_json::{json, Value};
 
-use super::{parse_dataset_id, parse_uuid, query_int, query_pairs};
+use super::{parse_uuid_in, query_int, query_pairs};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -32,7 +32,7 @@ pub async fn visualize(
     let dataset = value("dataset_id").ok_or_else(|| {
         ApiError::invalid("missing", vec![json!("query"), json!("dataset_id")], "Field required", Value::Null)
     })?;
-    let dataset = parse_dataset_id(dataset, "dataset_id")?;
+    let dataset = recall_core::DatasetId(parse_uuid_in("query", dataset, "dataset_id")?);
     let full = value("full").is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on"));
     let max_nodes = query_int(&query, "max_nodes", if full { MAX_NODES } else { 500 }, 1..=MAX_NODES)?;
     let depth = query_int(&query, "neighborhood_depth", 2, 1..=10)?;
@@ -40,7 +40,7 @@ pub async fn visualize(
     let seeds = query
         .iter()
         .filter(|(k, v)| k == "seed_node_ids" && !v.is_empty())
-        .map(|(_, v)| parse_uuid(v, "seed_node_ids"))
+        .map(|(_, v)| parse_uuid_in("query", v, "seed_node_ids"))
         .collect::<ApiResult<Vec<_>>>()?;
 
     let (dataset, graph) = state.engine().dataset_graph(&user, DatasetRef::Id(dataset)).await?;
