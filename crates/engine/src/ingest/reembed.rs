@@ -24,6 +24,7 @@ use recall_core::{DatasetId, DatasetRef, RecallError, Result, User};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::ingest::cognify::EmbedRow;
 use crate::Engine;
 
 /// The suffix of a collection's staging copy while it is re-embedded.
@@ -107,8 +108,7 @@ impl Engine {
                 });
                 continue;
             }
-            let moved = self.reembed_collection(user, name, &staging, &spec, progress).await?;
-            collections.push(ReembedCollection { from_model: stored.model, ..moved });
+            collections.push(self.reembed_collection(user, name, &staging, &stored, &spec, progress).await?);
         }
         let mut touched: BTreeSet<DatasetId> = BTreeSet::new();
         for c in collections.iter().filter(|c| c.status == "reembedded") {
@@ -132,6 +132,7 @@ impl Engine {
         user: &User,
         name: &str,
         staging: &str,
+        stored: &EmbeddingSpec,
         spec: &EmbeddingSpec,
         progress: &dyn ReembedProgress,
     ) -> Result<ReembedCollection> {
@@ -160,32 +161,22 @@ impl Engine {
         let resumed = total - todo.len();
         progress.collection(name, total, resumed);
         for part in todo.chunks(STAGE_ROWS) {
-            let texts = part
+            // Embedded as cognify embeds: in the embedder's batches, order kept.
+            let rows = part
                 .iter()
                 .map(|(_, r)| {
-                    r.payload.get("text").and_then(|t| t.as_str()).map(str::to_string).ok_or_else(|| {
+                    let text = r.payload.get("text").and_then(|t| t.as_str()).ok_or_else(|| {
                         RecallError::invalid_input(format!(
                             "Row {} of collection '{name}' has no stored text to embed again.",
                             r.id
                         ))
-                    })
+                    })?;
+                    Ok((r.id, text.to_string(), r.payload.clone(), r.belongs_to_set.clone()))
                 })
-                .collect::<Result<Vec<String>>>()?;
-            let mut vectors = Vec::with_capacity(texts.len());
-            for batch in texts.chunks(self.embedder.batch_size().max(1)) {
-                let out = self.embedder.embed(batch).await?;
-                if out.len() != batch.len() {
-                    return Err(RecallError::Provider(format!(
-                        "embedder returned {} vectors for {} texts",
-                        out.len(),
-                        batch.len()
-                    )));
-                }
-                vectors.extend(out);
-            }
+                .collect::<Result<Vec<EmbedRow>>>()?;
             let mut by_dataset: BTreeMap<DatasetId, Vec<VectorRecord>> = BTreeMap::new();
-            for ((dataset, record), vector) in part.iter().zip(vectors) {
-                by_dataset.entry(*dataset).or_default().push(VectorRecord { vector, ..record.clone() });
+            for ((dataset, _), record) in part.iter().zip(self.embed_rows(rows).await?) {
+                by_dataset.entry(*dataset).or_default().push(record);
             }
             for (dataset, records) in by_dataset {
                 self.vectors.upsert(dataset, staging, records).await?;
@@ -203,7 +194,7 @@ impl Engine {
         self.vectors.drop_collection(staging).await?;
         Ok(ReembedCollection {
             name: name.to_string(),
-            from_model: String::new(),
+            from_model: stored.model.clone(),
             status: "reembedded".into(),
             rows: total,
             embedded: total - resumed,
