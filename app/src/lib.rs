@@ -51,13 +51,15 @@ pub fn build_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
             let config = OpenAiConfig::new(endpoint, model, (!key.is_empty()).then_some(key));
             Ok(Arc::new(OpenAiEmbedder::new(config, dimensions, explicit, settings.embedding_batch_size)?))
         }
-        EmbeddingChoice::Hashing => {
-            let dims =
-                if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
-            Ok(Arc::new(HashingEmbedder::new(dims)?))
-        }
+        EmbeddingChoice::Hashing => hashing_embedder(settings),
         EmbeddingChoice::Local => local_embedder(settings),
     }
+}
+
+/// Word hashing, EMBEDDING_DIMENSIONS wide (384 when unset).
+fn hashing_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
+    let dims = if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
+    Ok(Arc::new(HashingEmbedder::new(dims)?))
 }
 
 #[cfg(feature = "local-embed")]
@@ -81,8 +83,7 @@ fn local_embedder(settings: &Settings) -> Result<Arc<dyn Embedder>> {
             "EMBEDDING_PROVIDER=local, but this build has no local embedding model (the `local-embed` feature): use hashing or openai_compatible",
         ));
     }
-    let dims = if settings.embedding_dimensions > 0 { settings.embedding_dimensions } else { OFFLINE_DIMENSIONS };
-    Ok(Arc::new(HashingEmbedder::new(dims)?))
+    hashing_embedder(settings)
 }
 
 fn non_empty(s: &str) -> Option<&str> {

@@ -107,14 +107,14 @@ impl Embedder for LocalEmbedder {
 
     /// (The engine keeps recent query vectors itself: no cache here.)
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.run(texts.to_vec()).await
+        self.run(texts).await
     }
 }
 
 impl LocalEmbedder {
     /// The model off the async runtime: the texts split over up to
     /// `threads` blocking threads, results back in order.
-    async fn run(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+    async fn run(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
