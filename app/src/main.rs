@@ -130,13 +130,17 @@ enum Command {
     },
     /// Apply the ratings of a dataset's answers to its graph: the elements a
     /// well-rated answer used rank higher in recalls with --feedback-influence
-    /// (docs/sessions.md).
+    /// (docs/sessions.md). With --session-id, also learn agent lessons from
+    /// those sessions' trace steps.
     Improve {
         #[command(flatten)]
         target: Target,
         /// How far one rating moves a weight, in (0, 1] [default: IMPROVE_FEEDBACK_ALPHA].
         #[arg(long)]
         alpha: Option<f64>,
+        /// A session whose trace steps to read for agent lessons (repeatable).
+        #[arg(long = "session-id")]
+        session_ids: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -640,10 +644,10 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Improve { target, alpha, json } => {
+        Command::Improve { target, alpha, session_ids, json } => {
             let target = target.get();
             let (engine, user) = who.reader_of(&target).await?;
-            let outcome = engine.improve(&user, &target, alpha).await?;
+            let outcome = engine.improve_sessions(&user, &target, alpha, &session_ids).await?;
             if json {
                 return print_json(&outcome);
             }
@@ -659,6 +663,15 @@ async fn run(cli: Cli) -> Result<()> {
                     count("nodes"),
                     count("edges")
                 ),
+            }
+            if let Some(lessons) = outcome.stages.iter().find(|s| s.stage == "extract_agent_context") {
+                match (lessons.status.as_str(), lessons.counts.get("lessons").and_then(serde_json::Value::as_u64)) {
+                    ("completed", Some(n)) => println!("Agent lessons stored or confirmed from traces: {n}."),
+                    ("skipped", _) if !session_ids.is_empty() => {
+                        println!("No agent lessons: {}.", lessons.reason.as_deref().unwrap_or("skipped"))
+                    }
+                    _ => {}
+                }
             }
             Ok(())
         }

@@ -66,6 +66,11 @@ async fn fake_llm(received: Received) -> String {
 
 /// `recall` with the fake server as its LLM.
 fn with_llm(dir: &Path, endpoint: &str, args: &[&str]) -> Output {
+    with_llm_env(dir, endpoint, args, &[])
+}
+
+/// [`with_llm`] with more environment (set last, so it wins).
+fn with_llm_env(dir: &Path, endpoint: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_recall"))
         .arg("--data-dir")
         .arg(dir)
@@ -80,6 +85,7 @@ fn with_llm(dir: &Path, endpoint: &str, args: &[&str]) -> Output {
         .env_remove("EMBEDDING_ENDPOINT")
         .env_remove("RECALL_USER")
         .env_remove("CACHING")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -264,4 +270,48 @@ fn caching_off_keeps_no_sessions() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+fn user_prompt(request: &Value) -> String {
+    request["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A follow-up that names nothing ("it") still finds its subject: in the
+/// concurrent mode the second retrieval lane quotes the earlier turn, and
+/// what only that lane found reaches the answer's context; in the
+/// sequential mode it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_retrieves_with_the_earlier_turn_in_view() {
+    const SUBJECT: &str = "Jupiter, the largest planet, has ninety-five known satellites.";
+    for (mode, second_lane) in [("concurrent", true), ("sequential", false)] {
+        let received: Received = Arc::default();
+        let endpoint = fake_llm(received.clone()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let hashing = [("EMBEDDING_PROVIDER", "hashing"), ("SESSION_SEARCH_MODE", mode)];
+        let mut remember = vec!["remember", "--dataset", "planets"];
+        for text in [
+            SUBJECT,
+            "Mars has two small moons.",
+            "Saturn has many moons, more than any other.",
+            "How many moons does Neptune have? Sixteen moons.",
+            "Uranus has many moons named after characters.",
+        ] {
+            remember.extend(["--text", text]);
+        }
+        // Remembered without an LLM call (the fake server only answers questions).
+        ok(with_llm_env(d, &endpoint, &remember, &[("EMBEDDING_PROVIDER", "hashing"), ("LLM_API_KEY", "")]));
+        for question in ["Which planet is the largest?", "How many moons does it have?"] {
+            let args = ["recall", question, "--type", "RAG_COMPLETION", "--top-k", "3", "--session-id", "chat"];
+            ok(with_llm_env(d, &endpoint, &args, &hashing));
+        }
+        let calls = received.lock().unwrap().clone();
+        assert_eq!(calls.len(), 2, "{mode}");
+        let follow_up = user_prompt(&calls[1]);
+        assert_eq!(follow_up.contains(SUBJECT), second_lane, "{mode}: {follow_up}");
+        assert!(follow_up.matches(" moons").count() >= 2, "{mode}: the question's own finds stay: {follow_up}");
+    }
 }

@@ -625,6 +625,21 @@ async fn session_entries_session_remember_and_the_sessions_routes() {
             .await;
     assert_eq!(stored["entry_type"], "trace");
 
+    // The first node set pins the session; another one is a conflict, a bare string a validation error.
+    let pinned = |node_set: Value| json!({"entry": {"type": "qa", "question": "q", "answer": "a", "node_set": node_set}, "session_id": "pinned"});
+    let carol = server.key_for("carol@example.com").await;
+    let (status, _) = json_of(post(&carol, "/api/v1/remember/entry", pinned(json!(["b", "a"]))).await.unwrap()).await;
+    assert_eq!(status, 200);
+    let (status, conflict) = json_of(post(&carol, "/api/v1/remember/entry", pinned(json!(["c"]))).await.unwrap()).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{conflict}");
+    assert_eq!(
+        conflict["detail"],
+        "A session's node_set cannot change once pinned (pinned: [\"a\", \"b\"], requested: [\"c\"]); \
+         start a new session [SessionNodeSetConflictError]"
+    );
+    let (status, _) = json_of(post(&carol, "/api/v1/remember/entry", pinned(json!("a"))).await.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a bare string is not a node set");
+
     // Bad entries.
     let invalid = json!({"error": "Invalid remember request."});
     let no_session = json!({"entry": {"type": "qa", "question": "q", "answer": "a"}});

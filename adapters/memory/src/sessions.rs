@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use recall_core::session::{
-    ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, SessionVersion, TraceStep, WriteStamp,
+    ContextRecord, QaEntry, QaVector, SessionInfo, SessionKey, SessionStore, SessionVersion, StoredQaVector, TraceStep,
+    WriteStamp,
 };
 use recall_core::{DatasetId, EpochMillis, Result};
 use tokio::sync::RwLock;
@@ -14,6 +15,8 @@ struct Row<T> {
     expires_at: Option<EpochMillis>,
     dataset: Option<DatasetId>,
     item: T,
+    /// A QA entry's embedding and the session version it was written at.
+    vector: Option<(QaVector, i64)>,
 }
 
 impl<T> Row<T> {
@@ -31,6 +34,7 @@ struct Session {
     qa: Vec<Row<QaEntry>>,
     traces: Vec<Row<TraceStep>>,
     records: Vec<Row<ContextRecord>>,
+    node_set: Option<Vec<String>>,
 }
 
 impl Session {
@@ -44,6 +48,7 @@ impl Session {
             qa: Vec::new(),
             traces: Vec::new(),
             records: Vec::new(),
+            node_set: None,
         }
     }
 
@@ -94,6 +99,28 @@ impl MemorySessionStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    async fn put_qa_row(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: Option<&QaVector>,
+        at: WriteStamp,
+    ) {
+        let mut sessions = self.sessions.write().await;
+        let session = sessions.entry(key.clone()).or_insert_with(|| Session::new(at.now));
+        session.touch(at, dataset);
+        let vector = vector.map(|v| (v.clone(), session.version));
+        let row = Row { expires_at: at.expires_at(), dataset, item: entry.clone(), vector };
+        match session.qa.iter_mut().find(|r| r.item.qa_id == entry.qa_id) {
+            Some(existing) => {
+                let vector = row.vector.or_else(|| existing.vector.take());
+                *existing = Row { dataset: dataset.or(existing.dataset), vector, ..row }
+            }
+            None => session.qa.push(row),
+        }
+    }
 }
 
 #[async_trait]
@@ -105,15 +132,57 @@ impl SessionStore for MemorySessionStore {
         entry: &QaEntry,
         at: WriteStamp,
     ) -> Result<()> {
+        self.put_qa_row(key, dataset, entry, None, at).await;
+        Ok(())
+    }
+
+    async fn put_qa_embedded(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: &QaVector,
+        at: WriteStamp,
+    ) -> Result<()> {
+        self.put_qa_row(key, dataset, entry, Some(vector), at).await;
+        Ok(())
+    }
+
+    async fn qa_vectors(
+        &self,
+        key: &SessionKey,
+        model: &str,
+        after: i64,
+        now: EpochMillis,
+    ) -> Result<Vec<StoredQaVector>> {
+        let sessions = self.sessions.read().await;
+        let mut out: Vec<StoredQaVector> = sessions
+            .get(key)
+            .map(|s| {
+                s.qa.iter()
+                    .filter(|r| r.live(now))
+                    .filter_map(|r| {
+                        let (v, version) = r.vector.as_ref()?;
+                        (v.model == model && *version > after).then(|| StoredQaVector {
+                            qa_id: r.item.qa_id.clone(),
+                            vector: v.vector.clone(),
+                            version: *version,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by_key(|v| v.version);
+        Ok(out)
+    }
+
+    async fn pin_node_set(&self, key: &SessionKey, node_set: &[String], at: WriteStamp) -> Result<Vec<String>> {
         let mut sessions = self.sessions.write().await;
         let session = sessions.entry(key.clone()).or_insert_with(|| Session::new(at.now));
-        session.touch(at, dataset);
-        let row = Row { expires_at: at.expires_at(), dataset, item: entry.clone() };
-        match session.qa.iter_mut().find(|r| r.item.qa_id == entry.qa_id) {
-            Some(existing) => *existing = Row { dataset: dataset.or(existing.dataset), ..row },
-            None => session.qa.push(row),
+        if session.expires_at.is_none() {
+            session.expires_at = at.expires_at();
         }
-        Ok(())
+        Ok(session.node_set.get_or_insert_with(|| node_set.to_vec()).clone())
     }
 
     async fn qa_entries(&self, key: &SessionKey, last_n: Option<usize>, now: EpochMillis) -> Result<Vec<QaEntry>> {
@@ -141,7 +210,7 @@ impl SessionStore for MemorySessionStore {
         let mut sessions = self.sessions.write().await;
         let session = sessions.entry(key.clone()).or_insert_with(|| Session::new(at.now));
         session.touch(at, None);
-        session.traces.push(Row { expires_at: at.expires_at(), dataset: None, item: step.clone() });
+        session.traces.push(Row { expires_at: at.expires_at(), dataset: None, item: step.clone(), vector: None });
         Ok(())
     }
 
@@ -153,7 +222,7 @@ impl SessionStore for MemorySessionStore {
         let mut sessions = self.sessions.write().await;
         let session = sessions.entry(key.clone()).or_insert_with(|| Session::new(at.now));
         session.touch(at, None);
-        let row = Row { expires_at: at.expires_at(), dataset: None, item: record.clone() };
+        let row = Row { expires_at: at.expires_at(), dataset: None, item: record.clone(), vector: None };
         match session.records.iter_mut().find(|r| r.item.id == record.id) {
             Some(existing) => *existing = row,
             None => session.records.push(row),

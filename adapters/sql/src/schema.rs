@@ -442,6 +442,65 @@ impl MigrationTrait for M20261206Sessions {
     }
 }
 
+/// Migration 8: QA embeddings kept with their entries (`vector`, the
+/// little-endian `f32` bytes, its `vector_model`, and the session version it
+/// was written at), and a session's pinned node set (a JSON array).
+struct M20261207SessionVectors;
+
+impl MigrationName for M20261207SessionVectors {
+    fn name(&self) -> &str {
+        "m20261207_000008_session_vectors"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261207SessionVectors {
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let bytes = match conn.get_database_backend() {
+            sea_orm::DbBackend::Postgres => "BYTEA",
+            _ => "BLOB",
+        };
+        // Each column only when missing: a database whose migration records
+        // were lost runs this again (as the earlier, `IF NOT EXISTS` ones do).
+        let columns = [
+            ("cache_qa_entries", "vector_model", "TEXT"),
+            ("cache_qa_entries", "vector", bytes),
+            ("cache_qa_entries", "vector_version", "BIGINT"),
+            ("session_records", "node_set", "TEXT"),
+        ];
+        for (table, column, kind) in columns {
+            if !manager.has_column(table, column).await? {
+                conn.execute_unprepared(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}")).await?;
+            }
+        }
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS cache_qa_entries_vectors ON cache_qa_entries (user_id, session_id, vector_version)",
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let ddl = [
+            "DROP INDEX IF EXISTS cache_qa_entries_vectors",
+            "ALTER TABLE cache_qa_entries DROP COLUMN vector_version",
+            "ALTER TABLE cache_qa_entries DROP COLUMN vector",
+            "ALTER TABLE cache_qa_entries DROP COLUMN vector_model",
+            "ALTER TABLE session_records DROP COLUMN node_set",
+        ];
+        for sql in ddl {
+            conn.execute_unprepared(sql).await?;
+        }
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -482,6 +541,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261204DataVersions),
             Box::new(M20261205Credentials),
             Box::new(M20261206Sessions),
+            Box::new(M20261207SessionVectors),
         ]
     }
 }

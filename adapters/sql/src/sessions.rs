@@ -6,7 +6,8 @@
 
 use async_trait::async_trait;
 use recall_core::session::{
-    ContextRecord, QaEntry, SessionInfo, SessionKey, SessionStore, SessionVersion, TraceStep, WriteStamp,
+    vector_bytes, vector_from_bytes, ContextRecord, QaEntry, QaVector, SessionInfo, SessionKey, SessionStore,
+    SessionVersion, StoredQaVector, TraceStep, WriteStamp,
 };
 use recall_core::{DatasetId, EpochMillis, RecallError, Result};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, QueryResult, TransactionTrait, Value};
@@ -132,6 +133,64 @@ impl SqlSessionStore {
     }
 }
 
+impl SqlSessionStore {
+    /// A QA entry's insert or replacement, with its vector when given (the
+    /// vector stamped with the session version of this write), and the
+    /// session's touch, in one transaction.
+    async fn put_qa_row(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: Option<&QaVector>,
+        at: WriteStamp,
+    ) -> Result<()> {
+        let mut values = Self::key_values(key);
+        values.extend([
+            entry.qa_id.clone().into(),
+            dataset.map(|d| d.to_string()).into(),
+            json(entry)?.into(),
+            at.now.into(),
+            at.expires_at().into(),
+        ]);
+        let (columns, params, update) = match vector {
+            Some(v) => {
+                values.extend([v.model.clone().into(), vector_bytes(&v.vector).into()]);
+                (
+                    ", vector_model, vector",
+                    ", $8, $9",
+                    ", vector_model = excluded.vector_model, vector = excluded.vector",
+                )
+            }
+            None => ("", "", ""),
+        };
+        let sql = format!(
+            "INSERT INTO cache_qa_entries (user_id, session_id, qa_id, dataset_id, payload, created_at, expires_at{columns}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7{params}) ON CONFLICT (user_id, session_id, qa_id) DO UPDATE SET \
+             dataset_id = COALESCE(excluded.dataset_id, cache_qa_entries.dataset_id), payload = excluded.payload, \
+             expires_at = excluded.expires_at{update}"
+        );
+        let txn = self.db.connection().begin().await.map_err(db_err)?;
+        txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        self.touch(&txn, key, dataset, at).await?;
+        if vector.is_some() {
+            // The session row is locked by the touch, so versions are
+            // written in commit order: a reader that has seen version v
+            // misses no vector of a version ≤ v.
+            let mut values = Self::key_values(key);
+            values.push(entry.qa_id.clone().into());
+            txn.execute_raw(self.db.stmt(
+                "UPDATE cache_qa_entries SET vector_version = (SELECT version FROM session_records \
+                 WHERE user_id = $1 AND session_id = $2) WHERE user_id = $1 AND session_id = $2 AND qa_id = $3",
+                values,
+            ))
+            .await
+            .map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+}
+
 fn payload<T: DeserializeOwned>(row: &QueryResult) -> Result<T> {
     let text: String = row.try_get("", "payload").map_err(db_err)?;
     serde_json::from_str(&text).map_err(|e| RecallError::backend_msg(format!("corrupt session payload: {e}")))
@@ -155,24 +214,70 @@ impl SessionStore for SqlSessionStore {
         entry: &QaEntry,
         at: WriteStamp,
     ) -> Result<()> {
+        self.put_qa_row(key, dataset, entry, None, at).await
+    }
+
+    async fn put_qa_embedded(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: &QaVector,
+        at: WriteStamp,
+    ) -> Result<()> {
+        self.put_qa_row(key, dataset, entry, Some(vector), at).await
+    }
+
+    async fn qa_vectors(
+        &self,
+        key: &SessionKey,
+        model: &str,
+        after: i64,
+        now: EpochMillis,
+    ) -> Result<Vec<StoredQaVector>> {
+        let sql = format!(
+            "SELECT qa_id, vector, vector_version FROM cache_qa_entries WHERE user_id = $1 AND session_id = $2 \
+             AND vector_model = $3 AND vector_version > $4 AND {} ORDER BY vector_version, seq",
+            live(5)
+        );
         let mut values = Self::key_values(key);
-        values.extend([
-            entry.qa_id.clone().into(),
-            dataset.map(|d| d.to_string()).into(),
-            json(entry)?.into(),
+        values.extend([model.into(), after.into(), now.into()]);
+        let rows = self.db.connection().query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.try_get("", "vector").map_err(db_err)?;
+                Ok(StoredQaVector {
+                    qa_id: r.try_get("", "qa_id").map_err(db_err)?,
+                    vector: vector_from_bytes(&bytes)
+                        .ok_or_else(|| RecallError::backend_msg("corrupt session QA vector"))?,
+                    version: r.try_get("", "vector_version").map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn pin_node_set(&self, key: &SessionKey, node_set: &[String], at: WriteStamp) -> Result<Vec<String>> {
+        let values = vec![
+            key.session_id.clone().into(),
+            key.user_id.to_string().into(),
             at.now.into(),
             at.expires_at().into(),
-        ]);
-        self.write(
-            key,
-            dataset,
-            at,
-            "INSERT INTO cache_qa_entries (user_id, session_id, qa_id, dataset_id, payload, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, session_id, qa_id) DO UPDATE SET \
-             dataset_id = COALESCE(excluded.dataset_id, cache_qa_entries.dataset_id), payload = excluded.payload, expires_at = excluded.expires_at",
-            values,
-        )
-        .await
+            json(&node_set)?.into(),
+        ];
+        let row = self
+            .db
+            .connection()
+            .query_one_raw(self.db.stmt(
+                "INSERT INTO session_records (session_id, user_id, created_at, updated_at, expires_at, version, node_set) \
+                 VALUES ($1, $2, $3, $3, $4, 0, $5) ON CONFLICT (session_id, user_id) DO UPDATE SET \
+                 node_set = COALESCE(session_records.node_set, excluded.node_set) RETURNING node_set",
+                values,
+            ))
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| RecallError::backend_msg("pinning a node set returned no row"))?;
+        let pinned: String = row.try_get("", "node_set").map_err(db_err)?;
+        serde_json::from_str(&pinned).map_err(|e| RecallError::backend_msg(format!("corrupt session node set: {e}")))
     }
 
     async fn qa_entries(&self, key: &SessionKey, last_n: Option<usize>, now: EpochMillis) -> Result<Vec<QaEntry>> {

@@ -275,6 +275,7 @@ async fn session_bench(
             feedback_text: None,
             feedback_score: None,
             used_graph_element_ids: None,
+            node_set: None,
         };
         sessions.remember_entry(user, &session, None, entry).await?;
     }

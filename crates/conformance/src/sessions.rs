@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use recall_core::session::{record_kind, ContextRecord, QaEntry, SessionKey, SessionStore, TraceStep, WriteStamp};
+use recall_core::session::{
+    record_kind, ContextRecord, QaEntry, QaVector, SessionKey, SessionStore, TraceStep, WriteStamp,
+};
 use recall_core::DatasetId;
 use serde_json::json;
 use uuid::Uuid;
@@ -64,6 +66,8 @@ pub async fn session_store_conformance(store: Arc<dyn SessionStore>) {
     listing_and_deletes(store.as_ref()).await;
     forgetting_a_dataset(store.as_ref()).await;
     versions_track_every_change(store.as_ref()).await;
+    qa_vectors(store.as_ref()).await;
+    pinned_node_sets(store.as_ref()).await;
     concurrent_writers(store).await;
 }
 
@@ -161,6 +165,83 @@ async fn sliding_ttl(store: &dyn SessionStore) {
     assert_eq!(ids(&store.qa_entries(&forever, None, i64::MAX - 1).await.unwrap()), ["old", "new"]);
     store.purge_expired(i64::MAX - 1).await.unwrap();
     assert_eq!(ids(&store.qa_entries(&forever, None, i64::MAX - 1).await.unwrap()), ["old", "new"]);
+}
+
+fn vector(model: &str, x: f32) -> QaVector {
+    QaVector { model: model.into(), vector: vec![x, -x, 0.25, f32::MIN_POSITIVE] }
+}
+
+/// QA embeddings: kept with their entry, read per model and after a
+/// version, untouched by a plain replacement, replaced by a new vector,
+/// gone with their entry, isolated per session, and expiring with it.
+async fn qa_vectors(store: &dyn SessionStore) {
+    let s = key(Uuid::new_v4(), "vectors");
+    let other = key(s.user_id, "vectors-other");
+    assert!(store.qa_vectors(&s, "m1", 0, T).await.unwrap().is_empty(), "no session yet");
+    store.put_qa_embedded(&s, None, &qa("a", "x"), &vector("m1", 1.0), at(T, NO_TTL)).await.unwrap();
+    store.put_qa(&s, None, &qa("plain", "x"), at(T + 1, NO_TTL)).await.unwrap();
+    store.put_qa_embedded(&s, None, &qa("b", "x"), &vector("m1", 2.0), at(T + 2, NO_TTL)).await.unwrap();
+    store.put_qa_embedded(&s, None, &qa("c", "x"), &vector("m2", 3.0), at(T + 3, NO_TTL)).await.unwrap();
+    store.put_qa_embedded(&other, None, &qa("z", "x"), &vector("m1", 9.0), at(T + 4, NO_TTL)).await.unwrap();
+    assert_eq!(
+        ids(&store.qa_entries(&s, None, T + 5).await.unwrap()),
+        ["a", "plain", "b", "c"],
+        "an embedded entry is an ordinary entry"
+    );
+
+    let read = store.qa_vectors(&s, "m1", 0, T + 5).await.unwrap();
+    let got: Vec<(&str, f32)> = read.iter().map(|v| (v.qa_id.as_str(), v.vector[0])).collect();
+    assert_eq!(got, [("a", 1.0), ("b", 2.0)], "only this session's vectors of this model, in write order");
+    assert_eq!(read[0].vector, vector("m1", 1.0).vector, "the vector comes back bit for bit");
+    assert!(read[0].version < read[1].version, "each write has its own version");
+    let version_of = |v: &[recall_core::session::StoredQaVector], id: &str| {
+        v.iter().find(|x| x.qa_id == id).map(|x| x.version).unwrap()
+    };
+    let after_a = version_of(&read, "a");
+    let later = store.qa_vectors(&s, "m1", after_a, T + 5).await.unwrap();
+    assert_eq!(later.iter().map(|v| v.qa_id.as_str()).collect::<Vec<_>>(), ["b"], "after a version: only newer");
+
+    // A plain replacement (feedback, say) keeps the vector and its version...
+    let mut rated = qa("a", "x");
+    rated.feedback_score = Some(4);
+    store.put_qa(&s, None, &rated, at(T + 6, NO_TTL)).await.unwrap();
+    let kept = store.qa_vectors(&s, "m1", 0, T + 7).await.unwrap();
+    assert_eq!(version_of(&kept, "a"), after_a);
+    // ...a new vector replaces it, newer than everything before.
+    store.put_qa_embedded(&s, None, &qa("a", "changed"), &vector("m1", 5.0), at(T + 8, NO_TTL)).await.unwrap();
+    let replaced = store.qa_vectors(&s, "m1", 0, T + 9).await.unwrap();
+    assert_eq!(replaced.iter().map(|v| (v.qa_id.as_str(), v.vector[0])).collect::<Vec<_>>(), [("b", 2.0), ("a", 5.0)]);
+    assert_eq!(ids(&store.qa_entries(&s, None, T + 9).await.unwrap()), ["a", "plain", "b", "c"], "in place");
+
+    // Deleting an entry deletes its vector; expiry hides it.
+    store.delete_qa(&s, &["b".to_string()]).await.unwrap();
+    assert_eq!(store.qa_vectors(&s, "m1", 0, T + 10).await.unwrap().len(), 1);
+    let ttl = key(s.user_id, "vectors-ttl");
+    store.put_qa_embedded(&ttl, None, &qa("t", "x"), &vector("m1", 1.0), at(T, Some(100))).await.unwrap();
+    assert_eq!(store.qa_vectors(&ttl, "m1", 0, T + 99).await.unwrap().len(), 1);
+    assert!(store.qa_vectors(&ttl, "m1", 0, T + 100).await.unwrap().is_empty(), "expired with its entry");
+    assert!(store.delete_session(&other).await.unwrap());
+    assert!(store.qa_vectors(&other, "m1", 0, T).await.unwrap().is_empty());
+}
+
+/// The first node set pinned on a session stays; later pins return it.
+async fn pinned_node_sets(store: &dyn SessionStore) {
+    let user = Uuid::new_v4();
+    let s = key(user, "pinned");
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(store.pin_node_set(&s, &set(&["a", "b"]), at(T, NO_TTL)).await.unwrap(), set(&["a", "b"]));
+    assert_eq!(store.pin_node_set(&s, &set(&["c"]), at(T + 1, NO_TTL)).await.unwrap(), set(&["a", "b"]));
+    assert_eq!(
+        store.pin_node_set(&key(Uuid::new_v4(), "pinned"), &set(&["c"]), at(T, NO_TTL)).await.unwrap(),
+        set(&["c"]),
+        "another user's session of the same name is another session"
+    );
+    // A session pinned before its first entry is an ordinary session after it.
+    store.put_qa(&s, None, &qa("q", "x"), at(T + 2, NO_TTL)).await.unwrap();
+    assert_eq!(ids(&store.qa_entries(&s, None, T + 3).await.unwrap()), ["q"]);
+    assert_eq!(store.pin_node_set(&s, &set(&["d"]), at(T + 4, NO_TTL)).await.unwrap(), set(&["a", "b"]));
+    assert!(store.delete_session(&s).await.unwrap());
+    assert_eq!(store.pin_node_set(&s, &set(&["d"]), at(T + 5, NO_TTL)).await.unwrap(), set(&["d"]), "a new session");
 }
 
 async fn listing_and_deletes(store: &dyn SessionStore) {

@@ -248,6 +248,10 @@ impl EngineBuilder {
             (None, Some(llm)) => Arc::new(extract::LlmSummarizer::new(llm.clone())),
             (None, None) => Arc::new(extract::ExtractiveSummarizer::default()),
         };
+        let query_embedder = Arc::new(query::query_embedder::QueryEmbedder::new(self.embedder.clone()));
+        if let Some(sessions) = &self.sessions {
+            sessions.attach_embedder(query_embedder.clone());
+        }
         Ok(Engine {
             extractor,
             summarizer,
@@ -255,7 +259,7 @@ impl EngineBuilder {
             relational: self.relational,
             graph: self.graph,
             vectors: self.vectors,
-            query_embedder: Arc::new(query::query_embedder::QueryEmbedder::new(self.embedder.clone())),
+            query_embedder,
             verified_keys: credentials::verified_keys(),
             key_stamps: credentials::key_stamps(),
             embedder: self.embedder,

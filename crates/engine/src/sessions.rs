@@ -47,6 +47,7 @@ impl Engine {
                 feedback_text: None,
                 feedback_score: None,
                 used_graph_element_ids: None,
+                node_set: None,
             };
             sessions.remember_entry(user, session_id, Some(dataset.id), entry).await?;
         }

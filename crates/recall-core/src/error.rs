@@ -63,6 +63,11 @@ pub enum RecallError {
     #[error("{message}")]
     Validation { name: &'static str, message: String },
 
+    /// A request that contradicts what is stored (409): `name` is the class
+    /// name shown as `[Name]`.
+    #[error("{message}")]
+    Conflict { name: &'static str, message: String },
+
     #[error("{0}")]
     NoData(String),
 
@@ -179,9 +184,9 @@ impl RecallError {
             RecallError::UnsupportedSearchType(_)
             | RecallError::SearchTypeNotSupported(_)
             | RecallError::UnsupportedFileType { .. } => ErrorKind::Unsupported,
-            RecallError::EmbeddingDimensionMismatch { .. } | RecallError::EmbeddingModelMismatch { .. } => {
-                ErrorKind::Conflict
-            }
+            RecallError::EmbeddingDimensionMismatch { .. }
+            | RecallError::EmbeddingModelMismatch { .. }
+            | RecallError::Conflict { .. } => ErrorKind::Conflict,
             RecallError::LlmPaymentRequired(_) => ErrorKind::PaymentRequired,
             RecallError::DatasetType(_)
             | RecallError::QueryValidation(_)
@@ -202,7 +207,7 @@ impl RecallError {
             RecallError::PermissionDenied(_) => "PermissionDeniedError",
             RecallError::PermissionNotFound(_) => "PermissionNotFoundError",
             RecallError::QueryValidation(_) => "QueryValidationError",
-            RecallError::Validation { name, .. } => name,
+            RecallError::Validation { name, .. } | RecallError::Conflict { name, .. } => name,
             RecallError::NoData(_) => "NoDataError",
             RecallError::SearchTypeDisabled(_) => "SearchTypeDisabledError",
             RecallError::UnsupportedSearchType(_) => "UnsupportedSearchTypeError",
@@ -260,7 +265,9 @@ impl RecallError {
             | RecallError::PermissionNotFound(_)
             | RecallError::SearchTypeDisabled(_) => 403,
             RecallError::LlmPaymentRequired(_) => 402,
-            RecallError::EmbeddingDimensionMismatch { .. } | RecallError::EmbeddingModelMismatch { .. } => 409,
+            RecallError::EmbeddingDimensionMismatch { .. }
+            | RecallError::EmbeddingModelMismatch { .. }
+            | RecallError::Conflict { .. } => 409,
             RecallError::UnsupportedFileType { .. } => 415,
             RecallError::Provider(_) => 502,
             RecallError::Backend(_) => 500,

@@ -3,11 +3,14 @@
 //! ports around it: [`SessionStore`], where it is kept, and [`SessionMemory`],
 //! what the engine asks of it.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::ports::Embedder;
 use crate::{
     DatasetId, EpochMillis, ResponseAgentTraceEntry, ResponseQAEntry, ResponseSessionContextEntry, Result, User,
 };
@@ -98,6 +101,37 @@ pub struct SessionVersion {
     pub updated_at: EpochMillis,
 }
 
+/// A QA entry's embedding (of its question and answer), for recalling
+/// older turns of a long session by similarity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QaVector {
+    /// The embedding model's name: vectors of another model are not compared.
+    pub model: String,
+    pub vector: Vec<f32>,
+}
+
+/// A stored QA embedding: its entry and the session version it was written at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredQaVector {
+    pub qa_id: String,
+    pub vector: Vec<f32>,
+    pub version: i64,
+}
+
+/// A vector as the bytes a store keeps (little-endian `f32`s).
+pub fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The vector [`vector_bytes`] wrote; `None` when the length is not a
+/// multiple of four.
+pub fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
+    bytes
+        .len()
+        .is_multiple_of(4)
+        .then(|| bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
 /// One session of a user, as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
@@ -122,6 +156,36 @@ pub trait SessionStore: Send + Sync {
     /// keeps the dataset recorded.
     async fn put_qa(&self, key: &SessionKey, dataset: Option<DatasetId>, entry: &QaEntry, at: WriteStamp)
         -> Result<()>;
+
+    /// [`SessionStore::put_qa`] with the entry's embedding, in the same
+    /// write. The vector replaces the entry's earlier one and is stamped
+    /// with the session version of this write (what
+    /// [`SessionStore::qa_vectors`] reads after). A `put_qa` of the same
+    /// entry later keeps the vector.
+    async fn put_qa_embedded(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: &QaVector,
+        at: WriteStamp,
+    ) -> Result<()>;
+
+    /// The embeddings of `model` of the session's live QA entries, written
+    /// at a session version later than `after` (0: all), oldest first.
+    async fn qa_vectors(
+        &self,
+        key: &SessionKey,
+        model: &str,
+        after: i64,
+        now: EpochMillis,
+    ) -> Result<Vec<StoredQaVector>>;
+
+    /// Pins `node_set` on the session unless one is pinned already; the
+    /// set pinned after the call (the earlier one when there was one). Does
+    /// not count as a write of the session: a session that does not exist
+    /// yet is created with it.
+    async fn pin_node_set(&self, key: &SessionKey, node_set: &[String], at: WriteStamp) -> Result<Vec<String>>;
 
     /// The session's QA entries, oldest first; with `last_n`, only the newest
     /// `last_n` of them (still oldest first).
@@ -176,6 +240,9 @@ pub struct Conversation {
     pub history: String,
     pub guidance: String,
     pub served_context_ids: Vec<String>,
+    /// The query of a second retrieval lane, quoting the last turns
+    /// (concurrent mode, when there are earlier turns).
+    pub retrieval_query: Option<String>,
 }
 
 /// A completed turn to record.
@@ -206,6 +273,9 @@ pub enum SessionEntry {
         /// `{"node_ids": [...], "edge_ids": [...]}`.
         #[serde(default)]
         used_graph_element_ids: Option<Value>,
+        /// Pins the session's node set (the first entry that carries one).
+        #[serde(default)]
+        node_set: Option<Vec<String>>,
     },
     Trace {
         origin_function: String,
@@ -223,6 +293,9 @@ pub enum SessionEntry {
         error_message: Option<String>,
         #[serde(default)]
         session_feedback: Option<String>,
+        /// Pins the session's node set (the first entry that carries one).
+        #[serde(default)]
+        node_set: Option<Vec<String>>,
     },
     Feedback {
         qa_id: String,
@@ -365,6 +438,18 @@ pub trait SessionMemory: Send + Sync {
     /// The session a completion over `dataset` records in: `session_id` when
     /// given, else the dataset's default session.
     fn resolve_session_id(&self, session_id: Option<&str>, dataset: Option<DatasetId>) -> String;
+
+    /// Reads the session's trace steps not read yet with the LLM and keeps
+    /// the agent lessons it proposes; how many were stored or linked.
+    /// `None` when lessons are not extracted (`AUTO_FEEDBACK=false` or no LLM).
+    async fn extract_agent_context(&self, _user: &User, _session_id: &str) -> Result<Option<usize>> {
+        Ok(None)
+    }
+
+    /// The embedder QA turns are embedded with (the engine's, so a question
+    /// is embedded once for the session and for retrieval). Without one,
+    /// older turns are not recalled by similarity.
+    fn attach_embedder(&self, _embedder: Arc<dyn Embedder>) {}
 
     /// How completions analyse their turns; `None` when they do not
     /// (`AUTO_FEEDBACK=false`, or no LLM).

@@ -21,7 +21,7 @@ use crate::chunks::hit_payload;
 use crate::graph::search::empty_graph;
 use crate::lexical::LexicalIndexCache;
 use crate::rag::with_chunk_evidence;
-use crate::{completion, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
+use crate::{completion, merge, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// Lane sizes and switches of one hybrid search.
 #[derive(Debug, Clone, PartialEq)]
@@ -496,6 +496,36 @@ impl<S: HybridStrategy> Retriever for HybridFamily<S> {
         _options: &RetrieverOptions,
     ) -> Result<LlmContext> {
         Ok(LlmContext::Text(HybridResult::from_objects(objects).render()))
+    }
+
+    /// Each channel merged under its own budget; the prelude is the primary's.
+    fn merge_retrieved_objects(
+        &self,
+        primary: Vec<Value>,
+        secondary: Vec<Value>,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        let params = HybridParams::from_options(options)?;
+        let (p, s) = (HybridResult::from_objects(&primary), HybridResult::from_objects(&secondary));
+        let lane = |p: Vec<Value>, s: Vec<Value>, limit: usize, identity: fn(&Value) -> Option<String>| {
+            merge::merge_ranked(p, s, identity, Some(limit), merge::conversational_reserve(limit))
+        };
+        let values =
+            |items: Vec<HybridEntity>| items.into_iter().filter_map(|e| serde_json::to_value(e).ok()).collect();
+        let entities = lane(values(p.entities), values(s.entities), params.entities_top_k, merge::payload_identity);
+        let facts = lane(
+            p.facts.into_iter().map(Value::String).collect(),
+            s.facts.into_iter().map(Value::String).collect(),
+            params.facts_top_k,
+            |v| v.as_str().map(str::to_string),
+        );
+        let merged = HybridResult {
+            prelude: if p.prelude.is_empty() { s.prelude } else { p.prelude },
+            chunks: lane(p.chunks, s.chunks, params.chunks_top_k, merge::payload_identity),
+            entities: entities.into_iter().filter_map(|v| serde_json::from_value(v).ok()).collect(),
+            facts: facts.into_iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        };
+        Ok(vec![serde_json::to_value(merged).unwrap_or(Value::Null)])
     }
 
     async fn get_completion_from_context(

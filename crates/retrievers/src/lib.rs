@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod graph;
 mod hybrid;
 pub mod lexical;
+pub mod merge;
 pub mod prompts;
 mod rag;
 mod registry;

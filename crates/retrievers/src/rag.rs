@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::chunks::vector_payloads;
 use crate::evidence::{append_block, chunk_evidence_block, chunk_segments, EvidenceReference};
-use crate::{completion, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
+use crate::{completion, merge, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// What sets a passage-answer type apart: where its passages come from.
 /// The context (the passages' texts), the answer over
@@ -74,6 +74,18 @@ impl<S: PassageStrategy> Retriever for PassageFamily<S> {
         _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
         Ok(if S::CHUNK_EVIDENCE { chunk_segments(objects, &ctx.dataset.id.to_string()) } else { Vec::new() })
+    }
+
+    /// Passages merged by id, within what one lane returns.
+    fn merge_retrieved_objects(
+        &self,
+        primary: Vec<Value>,
+        secondary: Vec<Value>,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        let limit = options.top_k().unwrap_or(primary.len().max(secondary.len()));
+        let reserve = merge::conversational_reserve(limit);
+        Ok(merge::merge_ranked(primary, secondary, merge::payload_identity, Some(limit), reserve))
     }
 
     fn is_generative(&self) -> bool {

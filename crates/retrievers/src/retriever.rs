@@ -259,6 +259,19 @@ pub trait Retriever: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Merges the objects of a session turn's two retrievals — with the
+    /// question (`primary`) and with the conversational query (`secondary`)
+    /// — into the objects its context is built from. Default: the primary
+    /// objects, or the secondary ones when there are none.
+    fn merge_retrieved_objects(
+        &self,
+        primary: Vec<Value>,
+        secondary: Vec<Value>,
+        _options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        Ok(if primary.is_empty() { secondary } else { primary })
+    }
+
     /// The graph elements the objects hold, recorded on a session's QA
     /// entry (`{"node_ids": [...], "edge_ids": [...]}`) so that feedback on
     /// the answer reaches them. Default: none.

@@ -4,20 +4,23 @@
 //! guidance, and rated through feedback. [`Sessions`] is the engine's
 //! [`SessionMemory`].
 
+pub mod agent;
 pub mod analysis;
 pub mod guidance;
+pub mod history;
 pub mod keyword;
 pub mod validation;
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
-use recall_core::ports::{ChatRequest, LlmClient};
+use recall_core::ports::{ChatRequest, Embedder, LlmClient};
 use recall_core::session::{
-    record_kind, CompletedTurn, ContextRecord, Conversation, PendingRating, QaEntry, SessionEntry, SessionInfo,
-    SessionKey, SessionMemory, SessionStore, StoredEntry, TraceStep, TurnAnalysis, TurnMode, WriteStamp,
+    record_kind, CompletedTurn, ContextRecord, Conversation, PendingRating, QaEntry, QaVector, SessionEntry,
+    SessionInfo, SessionKey, SessionMemory, SessionStore, StoredEntry, TraceStep, TurnAnalysis, TurnMode, WriteStamp,
 };
 use recall_core::{
     now_millis, DatasetId, EpochMillis, RecallError, ResponseAgentTraceEntry, ResponseQAEntry,
@@ -96,6 +99,14 @@ pub fn render_history(turns: &[QaEntry]) -> String {
     format!("Previous conversation:\n\n{}", blocks.join("\n\n"))
 }
 
+/// Where a guidance entry came from, linked on the entry.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Feedback(&'a str),
+    Trace(&'a str),
+    None,
+}
+
 /// Entries of every session's keyword index kept in memory at most.
 const INDEXED_ENTRIES: u64 = 500_000;
 
@@ -127,6 +138,9 @@ pub struct Sessions {
     trace_indexes: IndexCache<TraceStep>,
     /// Turn analysis needs one.
     llm: Option<Arc<dyn LlmClient>>,
+    /// QA turns are embedded with it, for recalling older turns.
+    embedder: OnceLock<Arc<dyn Embedder>>,
+    qa_vectors: history::VectorCache,
 }
 
 impl Sessions {
@@ -138,6 +152,61 @@ impl Sessions {
             qa_indexes: index_cache(),
             trace_indexes: index_cache(),
             llm: None,
+            embedder: OnceLock::new(),
+            qa_vectors: history::vector_cache(),
+        }
+    }
+
+    /// The embedder QA turns are embedded with (an engine attaches its own).
+    pub fn with_embedder(self, embedder: Arc<dyn Embedder>) -> Self {
+        self.attach_embedder(embedder);
+        self
+    }
+
+    /// A turn's embedding; `None` (logged) without an embedder or when
+    /// embedding fails — the turn is stored all the same.
+    async fn embed_text(&self, text: String) -> Option<QaVector> {
+        let embedder = self.embedder.get()?;
+        if text.is_empty() {
+            return None;
+        }
+        match embedder.embed(&[text]).await {
+            Ok(mut v) if v.len() == 1 => Some(QaVector { model: embedder.model(), vector: v.remove(0) }),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "a session turn could not be embedded; it is stored without a vector");
+                None
+            }
+        }
+    }
+
+    /// Stores a QA entry with its embedding when one can be made.
+    async fn put_embedded_qa(&self, key: &SessionKey, dataset: Option<DatasetId>, entry: &QaEntry) -> Result<()> {
+        let at = self.stamp();
+        match self.embed_text(history::qa_vector_text(&entry.question, &entry.answer)).await {
+            Some(vector) => self.store.put_qa_embedded(key, dataset, entry, &vector, at).await?,
+            None => self.store.put_qa(key, dataset, entry, at).await?,
+        }
+        self.maybe_purge(at.now).await;
+        Ok(())
+    }
+
+    /// Older turns like `query`, beyond the `recent` ones carried anyway;
+    /// none when the session has no older turns, without an embedder, or
+    /// when the recall fails (logged).
+    async fn recall_older(&self, key: &SessionKey, query: &str, recent: &[QaEntry]) -> Vec<QaEntry> {
+        if recent.len() < self.config.history_last_n.max(1) {
+            return Vec::new();
+        }
+        let Some(query) = self.embed_text(query.trim().to_string()).await else { return Vec::new() };
+        let skip: HashSet<String> = recent.iter().map(|t| t.qa_id.clone()).collect();
+        let k = history::VECTOR_RECALL_TOP_K;
+        match history::similar_turns(&self.store, &self.qa_vectors, key, &query, &skip, k, now_millis()).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "older turns could not be recalled; the recent ones are carried");
+                Vec::new()
+            }
         }
     }
 
@@ -253,7 +322,7 @@ impl Sessions {
     ) -> Result<GuidanceEntry> {
         let key = Self::key(user, session_id)?;
         let entry = GuidanceEntry::new(profile, section, content, confidence, Utc::now())?;
-        self.upsert_guidance(&key, entry, None).await
+        self.upsert_guidance(&key, entry, Source::None).await
     }
 
     /// Stores a new entry, or (same profile, section and normalised
@@ -262,7 +331,7 @@ impl Sessions {
         &self,
         key: &SessionKey,
         entry: GuidanceEntry,
-        feedback_id: Option<&str>,
+        source: Source<'_>,
     ) -> Result<GuidanceEntry> {
         let existing = self.guidance_entries(key).await?.into_iter().find(|e| {
             e.context_profile == entry.context_profile
@@ -270,11 +339,109 @@ impl Sessions {
                 && e.normalized_content == entry.normalized_content
         });
         let mut entry = existing.unwrap_or(entry);
-        if let Some(id) = feedback_id.filter(|id| !entry.source_feedback_ids.iter().any(|s| s == id)) {
-            entry.source_feedback_ids.push(id.to_string());
+        let (ids, id) = match source {
+            Source::Feedback(id) => (&mut entry.source_feedback_ids, id),
+            Source::Trace(id) => (&mut entry.source_trace_ids, id),
+            Source::None => return self.put_guidance(key, &entry).await.map(|()| entry),
+        };
+        if !ids.iter().any(|s| s == id) {
+            ids.push(id.to_string());
         }
         self.put_guidance(key, &entry).await?;
         Ok(entry)
+    }
+
+    /// Stores the candidates that pass the gate (confidence, length,
+    /// section) as guidance of `profile`; how many were stored or linked.
+    async fn apply_candidates(
+        &self,
+        key: &SessionKey,
+        profile: Profile,
+        candidates: &[recall_core::session::GuidanceCandidate],
+        source: Source<'_>,
+    ) -> Result<usize> {
+        let mut applied = 0;
+        for candidate in candidates.iter().filter(|c| analysis::acceptable(c)) {
+            match GuidanceEntry::new(profile, &candidate.section, &candidate.content, candidate.confidence, Utc::now())
+            {
+                Ok(entry) => {
+                    self.upsert_guidance(key, entry, source).await?;
+                    applied += 1;
+                }
+                Err(e) => tracing::info!(error = %e, "a guidance candidate was not kept"),
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Pins an entry's node set on the session (names non-blank, sorted,
+    /// de-duplicated). A session keeps the first set pinned:
+    /// `SessionNodeSetConflictError` (409) for another one.
+    async fn pin_node_set(&self, key: &SessionKey, node_set: Option<Vec<String>>) -> Result<()> {
+        let Some(mut names) = node_set else { return Ok(()) };
+        if names.iter().any(|n| n.trim().is_empty()) {
+            return Err(validation::parameter_error("node_set names must be non-empty strings."));
+        }
+        names.sort();
+        names.dedup();
+        let pinned = self.store.pin_node_set(key, &names, self.stamp()).await?;
+        if pinned != names {
+            return Err(RecallError::Conflict {
+                name: "SessionNodeSetConflictError",
+                message: format!(
+                    "A session's node_set cannot change once pinned (pinned: {pinned:?}, requested: {names:?}); \
+                     start a new session"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// After a trace step is stored (with auto-feedback on): an errored
+    /// step's lesson, then an extraction when enough new steps gathered.
+    /// Fails open: the step is stored whatever happens here.
+    async fn learn_from_trace(&self, key: &SessionKey, step: &TraceStep) {
+        if !self.config.auto_feedback {
+            return;
+        }
+        if let Some(lesson) = agent::live_candidate(step) {
+            if let Err(e) = self.apply_candidates(key, Profile::Agent, &[lesson], Source::Trace(&step.trace_id)).await {
+                tracing::warn!(error = %e, "a failure lesson could not be stored");
+            }
+        }
+        if let Err(e) = self.extract_pending(key, agent::EXTRACTION_INTERVAL).await {
+            tracing::warn!(error = %e, "agent-context extraction failed; the steps are read again next time");
+        }
+    }
+
+    /// Reads the steps not read yet (when at least `min_new`) with the LLM
+    /// and stores the lessons it proposes; how many. The count of steps
+    /// read moves on only after a successful extraction.
+    async fn extract_pending(&self, key: &SessionKey, min_new: usize) -> Result<usize> {
+        let Some(llm) = &self.llm else { return Ok(0) };
+        let now = now_millis();
+        let steps = self.store.trace_steps(key, None, now).await?;
+        let state = self.store.records(key, agent::STATE_KIND, now).await?;
+        let processed = state
+            .iter()
+            .find(|r| r.id == agent::STATE_ID)
+            .and_then(|r| r.payload.get("processed_trace_count"))
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
+        let Some(window) = agent::window(steps.len(), processed, min_new) else { return Ok(0) };
+        let window = &steps[steps.len().saturating_sub(window)..];
+        let existing = self.guidance_entries(key).await?;
+        let request = ChatRequest::new(agent::SYSTEM_PROMPT, agent::batch_input(window, &existing));
+        let answer = llm.structured(&request, agent::SCHEMA_NAME, &agent::schema()).await?;
+        let applied = self.apply_candidates(key, Profile::Agent, &agent::parse(&answer), Source::None).await?;
+        let state = ContextRecord {
+            id: agent::STATE_ID.into(),
+            kind: agent::STATE_KIND.into(),
+            payload: serde_json::json!({"processed_trace_count": steps.len(), "updated_at": iso(Utc::now())}),
+        };
+        self.store.put_record(key, &state, self.stamp()).await?;
+        Ok(applied)
     }
 
     /// The session's last turn, and the guidance served to it.
@@ -320,6 +487,7 @@ impl Sessions {
             method_return_value,
             error_message,
             session_feedback,
+            ..
         } = entry
         else {
             return None;
@@ -500,20 +668,7 @@ impl SessionMemory for Sessions {
         });
         let record = ContextRecord { id: feedback_id.clone(), kind: record_kind::FEEDBACK.into(), payload: record };
         self.store.put_record(&key, &record, self.stamp()).await?;
-        for candidate in candidates.iter().filter(|c| analysis::acceptable(c)) {
-            match GuidanceEntry::new(
-                Profile::Qa,
-                &candidate.section,
-                &candidate.content,
-                candidate.confidence,
-                Utc::now(),
-            ) {
-                Ok(entry) => {
-                    self.upsert_guidance(&key, entry, Some(&feedback_id)).await?;
-                }
-                Err(e) => tracing::info!(error = %e, "a guidance candidate was not kept"),
-            }
-        }
+        self.apply_candidates(&key, Profile::Qa, candidates, Source::Feedback(&feedback_id)).await?;
         for r in ratings {
             if let Some(mut entry) = served.iter().find(|e| e.id == r.entry_id).cloned() {
                 match r.rating.as_str() {
@@ -538,10 +693,30 @@ impl SessionMemory for Sessions {
         session_id.map(str::to_string).unwrap_or_else(|| default_session_id(dataset))
     }
 
+    async fn extract_agent_context(&self, user: &User, session_id: &str) -> Result<Option<usize>> {
+        if !(self.config.auto_feedback && self.llm.is_some()) {
+            return Ok(None);
+        }
+        self.extract_pending(&Self::key(user, session_id)?, 1).await.map(Some)
+    }
+
+    fn attach_embedder(&self, embedder: Arc<dyn Embedder>) {
+        // The first attached stays: sessions shared by two engines embed alike.
+        let _ = self.embedder.set(embedder);
+    }
+
     async fn conversation(&self, user: &User, session_id: &str, query: &str, preview: bool) -> Result<Conversation> {
         let key = Self::key(user, session_id)?;
         let last_n = self.config.history_last_n.max(1);
-        let turns = self.store.qa_entries(&key, Some(last_n), now_millis()).await?;
+        let recent = self.store.qa_entries(&key, Some(last_n), now_millis()).await?;
+        let recalled = self.recall_older(&key, query, &recent).await;
+        let last = &recent[recent.len().saturating_sub(history::CONVERSATIONAL_TURNS)..];
+        let retrieval_query = Some(history::conversational_query(query, last)).filter(|q| {
+            self.config.turn_mode == TurnMode::Concurrent
+                && !last.is_empty()
+                && *q != history::conversational_query(query, &[])
+        });
+        let turns = history::merge_history(recent, recalled);
         let (served, guidance) = self.guidance_block(user, session_id, query, Profile::Qa).await?;
         if !preview {
             // Serving stamps each entry (recency breaks ties in later rankings).
@@ -556,6 +731,7 @@ impl SessionMemory for Sessions {
             history: render_history(&turns),
             guidance,
             served_context_ids: served.into_iter().map(|e| e.id).collect(),
+            retrieval_query,
         })
     }
 
@@ -570,7 +746,7 @@ impl SessionMemory for Sessions {
         let mut entry = qa_entry(&turn.question, "", &turn.answer, None);
         entry.used_graph_element_ids = turn.used_graph_element_ids;
         entry.used_session_context_ids = Some(turn.used_session_context_ids).filter(|ids| !ids.is_empty());
-        self.put_qa(&key, dataset, &entry).await?;
+        self.put_embedded_qa(&key, dataset, &entry).await?;
         Ok(entry)
     }
 
@@ -596,6 +772,7 @@ impl SessionMemory for Sessions {
                 feedback_text,
                 feedback_score,
                 used_graph_element_ids,
+                node_set,
             } => {
                 if let Some(id) = &qa_id {
                     validation::qa_id(id)?;
@@ -604,11 +781,12 @@ impl SessionMemory for Sessions {
                 if question.trim().is_empty() && answer.trim().is_empty() {
                     return Err(validation::parameter_error("A qa entry needs a question or an answer."));
                 }
+                self.pin_node_set(&key, node_set).await?;
                 let mut entry = qa_entry(&question, &context, &answer, qa_id);
                 entry.feedback_text = feedback_text.map(|t| validation::truncate(&t, MAX_QA_FIELD_CHARS));
                 entry.feedback_score = feedback_score;
                 entry.used_graph_element_ids = used_graph_element_ids.map(used_elements).transpose()?.flatten();
-                self.put_qa(&key, dataset, &entry).await?;
+                self.put_embedded_qa(&key, dataset, &entry).await?;
                 Ok(stored("qa", entry.qa_id))
             }
             SessionEntry::Feedback { qa_id, feedback_text, feedback_score } => {
@@ -628,17 +806,19 @@ impl SessionMemory for Sessions {
                 if origin_blank {
                     return Err(validation::parameter_error("A trace entry needs a non-empty origin_function."));
                 }
-                if let SessionEntry::Trace { status, .. } = &trace {
+                if let SessionEntry::Trace { status, node_set, .. } = &trace {
                     if !matches!(status.as_str(), "success" | "error") {
                         return Err(validation::parameter_error(format!(
                             "A trace entry's status must be 'success' or 'error', got {status:?}."
                         )));
                     }
+                    self.pin_node_set(&key, node_set.clone()).await?;
                 }
                 let step = Self::trace_step(trace).ok_or_else(|| validation::parameter_error("not a trace entry"))?;
                 let at = self.stamp();
                 self.store.append_trace(&key, &step, at).await?;
                 self.maybe_purge(at.now).await;
+                self.learn_from_trace(&key, &step).await;
                 Ok(stored("trace", step.trace_id))
             }
         }

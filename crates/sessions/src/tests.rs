@@ -204,3 +204,202 @@ async fn the_lane_sees_another_writers_changes() {
     b.remember_entry(&me, "chat", None, trace).await.unwrap();
     assert_eq!(a.search_traces(&me, "chat", "lookup", None).await.unwrap().len(), 1);
 }
+
+fn embedded(config: SessionConfig) -> (Sessions, Arc<MemorySessionStore>) {
+    let store = Arc::new(MemorySessionStore::new());
+    let embedder = Arc::new(recall_memory::HashingEmbedder::new(256).unwrap());
+    (Sessions::new(store.clone(), config).with_embedder(embedder), store)
+}
+
+const TOPICS: [(&str, &str); 8] = [
+    ("How do honey bees find flowers?", "Scouts dance to show the way to nectar."),
+    ("What is the capital of Peru?", "Lima."),
+    ("Which gas do plants absorb?", "Carbon dioxide."),
+    ("Who wrote Hamlet?", "William Shakespeare."),
+    ("How deep is the Mariana trench?", "About eleven kilometres."),
+    ("What does a compiler do?", "It translates source code."),
+    ("When did the Berlin wall fall?", "In 1989."),
+    ("What is a prime number?", "A number with exactly two divisors."),
+];
+
+#[tokio::test]
+async fn older_turns_like_the_question_join_the_recent_ones() {
+    let (s, store) = embedded(SessionConfig { history_last_n: 2, ..Default::default() });
+    let me = user();
+    for (q, a) in TOPICS {
+        s.record_turn(&me, "chat", None, turn(q, a)).await.unwrap();
+    }
+    let conversation = s.conversation(&me, "chat", "Tell me more about how bees dance to find nectar", true).await;
+    let history = conversation.unwrap().history;
+    let at = |q: &str| history.find(&format!("QUESTION: {q}"));
+    let (bees, berlin, primes) = (at(TOPICS[0].0), at(TOPICS[6].0), at(TOPICS[7].0));
+    assert!(bees.is_some(), "the oldest turn is recalled by likeness: {history}");
+    assert!(bees < berlin && berlin < primes, "oldest first, the recent two last");
+    let carried = history.matches("QUESTION: ").count();
+    assert!((3..=5).contains(&carried), "the last two and at most three recalled: {carried}");
+
+    // A turn deleted after its vector was read is not recalled (nor kept).
+    let key = SessionKey::new(me.id, "chat");
+    let bees_id = store.qa_entries(&key, None, now_millis()).await.unwrap()[0].qa_id.clone();
+    store.delete_qa(&key, &[bees_id]).await.unwrap();
+    let again = s.conversation(&me, "chat", "Tell me more about how bees dance to find nectar", true).await.unwrap();
+    assert!(!again.history.contains(TOPICS[0].0), "{}", again.history);
+
+    // Short sessions carry only the recent turns; another user's session is not read.
+    let other = user();
+    s.record_turn(&other, "chat", None, turn("Who wrote Hamlet?", "Shakespeare.")).await.unwrap();
+    let theirs = s.conversation(&other, "chat", "bees dance nectar", true).await.unwrap().history;
+    assert_eq!(theirs.matches("QUESTION: ").count(), 1);
+}
+
+#[tokio::test]
+async fn without_an_embedder_only_the_recent_turns_are_carried() {
+    let s =
+        Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig { history_last_n: 2, ..Default::default() });
+    let me = user();
+    for (q, a) in TOPICS {
+        s.record_turn(&me, "chat", None, turn(q, a)).await.unwrap();
+    }
+    let history = s.conversation(&me, "chat", "bees dance nectar", true).await.unwrap().history;
+    assert_eq!(history.matches("QUESTION: ").count(), 2, "{history}");
+}
+
+#[tokio::test]
+async fn the_conversational_query_quotes_the_last_two_turns_in_concurrent_mode() {
+    let (s, _) = embedded(SessionConfig::default());
+    let me = user();
+    let first = s.conversation(&me, "chat", "Which planet is largest?", true).await.unwrap();
+    assert_eq!(first.retrieval_query, None, "no earlier turn: one lane");
+    for (q, a) in &TOPICS[..3] {
+        s.record_turn(&me, "chat", None, turn(q, a)).await.unwrap();
+    }
+    let query = s.conversation(&me, "chat", "and  why?", true).await.unwrap().retrieval_query.unwrap();
+    assert_eq!(
+        query,
+        format!(
+            "Prior user: {}\nPrior assistant (untrusted retrieval guidance): {}\n\nPrior user: {}\n\
+             Prior assistant (untrusted retrieval guidance): {}\n\nCurrent user request: and why?",
+            TOPICS[1].0, TOPICS[1].1, TOPICS[2].0, TOPICS[2].1
+        )
+    );
+    let (sequential, _) = embedded(SessionConfig { turn_mode: TurnMode::Sequential, ..Default::default() });
+    sequential.record_turn(&me, "chat", None, turn("q", "a")).await.unwrap();
+    assert_eq!(sequential.conversation(&me, "chat", "and?", true).await.unwrap().retrieval_query, None);
+}
+
+fn trace(status: &str, error: Option<&str>, node_set: Option<Vec<&str>>) -> SessionEntry {
+    SessionEntry::Trace {
+        origin_function: "run_sql".into(),
+        status: status.into(),
+        memory_query: String::new(),
+        memory_context: String::new(),
+        method_params: Some(json!({"sql": "select * from users"})),
+        method_return_value: None,
+        error_message: error.map(str::to_string),
+        session_feedback: None,
+        node_set: node_set.map(|n| n.into_iter().map(str::to_string).collect()),
+    }
+}
+
+#[tokio::test]
+async fn an_errored_trace_step_becomes_an_agent_failure_lesson() {
+    let s = sessions();
+    let me = user();
+    let stored = s.remember_entry(&me, "agent", None, trace("error", Some("no such table: users"), None)).await;
+    let trace_id = stored.unwrap().id;
+    s.remember_entry(&me, "agent", None, trace("success", None, None)).await.unwrap();
+    let block = s.session_context(&me, "agent", "users table", "agent").await.unwrap();
+    assert_eq!(block.len(), 1);
+    assert!(block[0].content.contains("### Failure lessons\n- ["), "{}", block[0].content);
+    assert!(block[0].content.contains("run_sql failed: no such table: users"));
+    assert!(s.session_context(&me, "agent", "users", "qa").await.unwrap().is_empty(), "profiles are apart");
+    let (entries, _) = s.guidance_block(&me, "agent", "users", Profile::Agent).await.unwrap();
+    assert_eq!(entries[0].source_trace_ids, [trace_id]);
+
+    // The same failure again links the step to the same lesson.
+    let second = s.remember_entry(&me, "agent", None, trace("error", Some("no such  table: users"), None)).await;
+    let (entries, _) = s.guidance_block(&me, "agent", "users", Profile::Agent).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].source_trace_ids.len(), 2);
+    assert!(entries[0].source_trace_ids.contains(&second.unwrap().id));
+
+    let quiet = Sessions::new(
+        Arc::new(MemorySessionStore::new()),
+        SessionConfig { auto_feedback: false, ..Default::default() },
+    );
+    quiet.remember_entry(&me, "agent", None, trace("error", Some("boom"), None)).await.unwrap();
+    assert!(quiet.session_context(&me, "agent", "boom", "agent").await.unwrap().is_empty(), "AUTO_FEEDBACK=false");
+}
+
+#[tokio::test]
+async fn every_tenth_step_and_improve_read_the_new_steps_for_lessons() {
+    use recall_core::ports::MockLlmClient;
+    let inputs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut llm = MockLlmClient::new();
+    llm.expect_model().return_const("scripted".to_string());
+    let seen = inputs.clone();
+    llm.expect_structured().returning(move |request, name, _schema| {
+        assert_eq!(name, agent::SCHEMA_NAME);
+        seen.lock().unwrap().push(request.messages.last().map(|m| m.content.clone()).unwrap_or_default());
+        Ok(json!({"lessons": [
+            {"section": "tool_rules", "content": "Check the schema before querying.", "confidence": 0.9},
+            {"section": "tool_rules", "content": "Maybe retry.", "confidence": 0.3},
+            {"section": "not_a_section", "content": "x", "confidence": 0.9}
+        ]}))
+    });
+    let s = Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default()).with_llm(Some(Arc::new(llm)));
+    let me = user();
+    for _ in 0..9 {
+        s.remember_entry(&me, "agent", None, trace("success", None, None)).await.unwrap();
+    }
+    assert!(inputs.lock().unwrap().is_empty(), "nine steps: not yet");
+    s.remember_entry(&me, "agent", None, trace("success", None, None)).await.unwrap();
+    assert_eq!(inputs.lock().unwrap().len(), 1, "the tenth step triggers a read");
+    assert_eq!(inputs.lock().unwrap()[0].matches("- run_sql [success]").count(), 10);
+    let (entries, _) = s.guidance_block(&me, "agent", "schema", Profile::Agent).await.unwrap();
+    let contents: Vec<&str> = entries.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(contents, ["Check the schema before querying."], "the gate keeps one of three");
+
+    // improve reads what is new since (one step, and the overlap), showing the kept lesson.
+    s.remember_entry(&me, "agent", None, trace("success", None, None)).await.unwrap();
+    assert_eq!(s.extract_agent_context(&me, "agent").await.unwrap(), Some(1));
+    let last = inputs.lock().unwrap().last().cloned().unwrap();
+    assert!(last.starts_with("EXISTING LESSONS"), "{last}");
+    assert_eq!(last.matches("- run_sql [success]").count(), 1 + agent::EXTRACTION_OVERLAP);
+    assert_eq!(s.extract_agent_context(&me, "agent").await.unwrap(), Some(0), "nothing new");
+    assert_eq!(inputs.lock().unwrap().len(), 2);
+    let (entries, _) = s.guidance_block(&me, "agent", "schema", Profile::Agent).await.unwrap();
+    assert_eq!(entries.len(), 1, "the same lesson is not stored twice");
+    assert_eq!(sessions().extract_agent_context(&me, "agent").await.unwrap(), None, "no LLM");
+}
+
+#[tokio::test]
+async fn the_first_node_set_pins_the_session() {
+    let s = sessions();
+    let me = user();
+    let qa = |node_set: Vec<&str>| SessionEntry::Qa {
+        question: "q".into(),
+        answer: "a".into(),
+        context: String::new(),
+        qa_id: None,
+        feedback_text: None,
+        feedback_score: None,
+        used_graph_element_ids: None,
+        node_set: Some(node_set.into_iter().map(str::to_string).collect()),
+    };
+    s.remember_entry(&me, "pinned", None, trace("success", None, None)).await.unwrap();
+    s.remember_entry(&me, "pinned", None, qa(vec!["b", "a"])).await.unwrap();
+    s.remember_entry(&me, "pinned", None, trace("success", None, Some(vec!["a", "b", "a"]))).await.unwrap();
+    s.remember_entry(&me, "pinned", None, trace("success", None, None)).await.unwrap();
+    let err = s.remember_entry(&me, "pinned", None, qa(vec!["c"])).await.unwrap_err();
+    assert_eq!((err.http_status(), err.name()), (409, "SessionNodeSetConflictError"));
+    assert_eq!(
+        err.to_string(),
+        "A session's node_set cannot change once pinned (pinned: [\"a\", \"b\"], requested: [\"c\"]); start a new session"
+    );
+    let blank = s.remember_entry(&me, "other", None, qa(vec!["a", " "])).await.unwrap_err();
+    assert_eq!(blank.name(), "SessionParameterValidationError");
+    assert_eq!(s.qa_entries(&me, "pinned", None).await.unwrap().len(), 1, "nothing written on a conflict");
+    assert!(s.qa_entries(&me, "other", None).await.unwrap().is_empty());
+    s.remember_entry(&user(), "pinned", None, qa(vec!["c"])).await.unwrap();
+}

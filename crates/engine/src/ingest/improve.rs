@@ -70,18 +70,11 @@ impl ImproveOutcome {
     }
 }
 
-/// The stages Cognee runs after `feedback_weights`; Recall has none of
-/// them yet, and says so.
-const LATER_STAGES: [&str; 8] = [
-    "persist_session_qa",
-    "persist_agent_traces",
-    "extract_agent_context",
-    "distill_sessions",
-    "update_user_preferences",
-    "build_truth_subspace",
-    "review_conflicts",
-    "global_context_index",
-];
+/// The stages Cognee runs after `feedback_weights` (`extract_agent_context`
+/// is third); Recall runs `extract_agent_context` and says so of the others.
+const STAGES_BEFORE_EXTRACTION: [&str; 2] = ["persist_session_qa", "persist_agent_traces"];
+const STAGES_AFTER_EXTRACTION: [&str; 5] =
+    ["distill_sessions", "update_user_preferences", "build_truth_subspace", "review_conflicts", "global_context_index"];
 
 /// `w + α·(r − w)`, kept in 0..1 and rounded to 4 decimals.
 fn moved(weight: f64, rating: f64, alpha: f64) -> f64 {
@@ -106,6 +99,19 @@ impl Engine {
     /// caller needs `write` on it). `alpha` (0, 1] overrides
     /// `IMPROVE_FEEDBACK_ALPHA`; an implicit rating counts half.
     pub async fn improve(&self, user: &User, target: &DatasetRef, alpha: Option<f64>) -> Result<ImproveOutcome> {
+        self.improve_sessions(user, target, alpha, &[]).await
+    }
+
+    /// [`Engine::improve`], and for each of the caller's `session_ids` the
+    /// agent lessons of its trace steps not read yet (the
+    /// `extract_agent_context` stage; docs/sessions.md).
+    pub async fn improve_sessions(
+        &self,
+        user: &User,
+        target: &DatasetRef,
+        alpha: Option<f64>,
+        session_ids: &[String],
+    ) -> Result<ImproveOutcome> {
         let alpha = alpha.unwrap_or(self.config.improve_feedback_alpha);
         if !(alpha > 0.0 && alpha <= 1.0) {
             return Err(RecallError::Validation {
@@ -141,17 +147,63 @@ impl Engine {
         }
         stage.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let errored = stage.status == "errored";
-        let mut stages = vec![stage];
-        stages.extend(LATER_STAGES.iter().map(|name| ImproveStage {
-            stage: (*name).into(),
+        let not_available = |name: &str| ImproveStage {
+            stage: name.into(),
             status: "skipped".into(),
             reason: Some("not_available".into()),
             error: None,
             counts: Map::new(),
             duration_ms: 0,
             run: None,
-        }));
-        Ok(ImproveOutcome::new(&dataset, stages, if errored { "errored" } else { "completed" }))
+        };
+        let mut stages = vec![stage];
+        stages.extend(STAGES_BEFORE_EXTRACTION.iter().map(|name| not_available(name)));
+        stages.push(self.extract_agent_context(user, session_ids).await);
+        stages.extend(STAGES_AFTER_EXTRACTION.iter().map(|name| not_available(name)));
+        let mut outcome = ImproveOutcome::new(&dataset, stages, if errored { "errored" } else { "completed" });
+        outcome.session_ids = session_ids.to_vec();
+        Ok(outcome)
+    }
+
+    /// The `extract_agent_context` stage: each session's unread trace steps
+    /// read for agent lessons. A session that fails is logged and counted;
+    /// the others go on.
+    async fn extract_agent_context(&self, user: &User, session_ids: &[String]) -> ImproveStage {
+        let started = Instant::now();
+        let mut stage = ImproveStage {
+            stage: "extract_agent_context".into(),
+            status: "completed".into(),
+            reason: None,
+            error: None,
+            counts: Map::new(),
+            duration_ms: 0,
+            run: None,
+        };
+        let skipped = |mut stage: ImproveStage, reason: &str| {
+            stage.status = "skipped".into();
+            stage.reason = Some(reason.into());
+            stage
+        };
+        let Some(sessions) = &self.sessions else { return skipped(stage, "session_memory_off") };
+        if session_ids.is_empty() {
+            return skipped(stage, "no_session_ids");
+        }
+        let (mut lessons, mut failed) = (0, 0);
+        for session_id in session_ids {
+            match sessions.extract_agent_context(user, session_id).await {
+                Ok(Some(n)) => lessons += n,
+                Ok(None) => return skipped(stage, "auto_feedback_off"),
+                Err(e) => {
+                    tracing::warn!(session_id, error = %e, "agent-context extraction failed for a session");
+                    stage.error = Some(e.to_string());
+                    failed += 1;
+                }
+            }
+        }
+        stage.counts.insert("lessons".into(), json!(lessons));
+        stage.counts.insert("failed_sessions".into(), json!(failed));
+        stage.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        stage
     }
 
     /// The feedback-weights stage: (ratings applied, node moves, edge moves).

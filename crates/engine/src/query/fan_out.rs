@@ -213,7 +213,14 @@ impl Engine {
         let query = request.query_text.as_str();
         let (steps, options) = match self.sessions.clone().filter(|_| carries_conversation(search_type)) {
             Some(sessions) => {
-                self.session_steps(sessions, user, dataset, &ctx, retriever.as_ref(), request, options).await?
+                // The types whose session turns merge a second, conversational retrieval.
+                let two_lanes = requested != SearchType::FeelingLucky
+                    && matches!(
+                        search_type,
+                        SearchType::GraphCompletion | SearchType::RagCompletion | SearchType::HybridCompletion
+                    );
+                self.session_steps(sessions, user, dataset, &ctx, retriever.as_ref(), request, options, two_lanes)
+                    .await?
             }
             None => (run_steps(&ctx, retriever.as_ref(), query, options).await?, Cow::Borrowed(options)),
         };

@@ -47,6 +47,17 @@ pub(crate) async fn run_steps(
     options: &RetrieverOptions,
 ) -> Result<Steps> {
     let objects = retriever.get_retrieved_objects(ctx, query, options).await?;
+    finish_steps(ctx, retriever, query, objects, options).await
+}
+
+/// Steps two and three over retrieved objects.
+async fn finish_steps(
+    ctx: &DatasetPorts,
+    retriever: &dyn Retriever,
+    query: &str,
+    objects: Vec<Value>,
+    options: &RetrieverOptions,
+) -> Result<Steps> {
     let context = retriever.get_context_from_objects(ctx, query, &objects, options).await?;
     let (completion, preview) = if options.search.only_context {
         (None, retriever.prompt_preview(ctx, query, &context, options).await?)
@@ -54,6 +65,30 @@ pub(crate) async fn run_steps(
         (retriever.get_completion_from_context(ctx, query, &objects, &context, options).await?, None)
     };
     Ok(Steps { objects, context, completion, preview })
+}
+
+/// The steps of a session turn with a second retrieval lane: the question
+/// and the conversational `second` query retrieve side by side, the
+/// retriever merges the two, and the context and answer are built from the
+/// merge with the question. A failing second lane is left out (logged).
+async fn run_two_lane_steps(
+    ctx: &DatasetPorts,
+    retriever: &dyn Retriever,
+    query: &str,
+    second: &str,
+    options: &RetrieverOptions,
+) -> Result<Steps> {
+    let (primary, secondary) = futures::future::join(
+        retriever.get_retrieved_objects(ctx, query, options),
+        retriever.get_retrieved_objects(ctx, second, options),
+    )
+    .await;
+    let secondary = secondary.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the conversational retrieval lane failed; the question's lane answers alone");
+        Vec::new()
+    });
+    let objects = retriever.merge_retrieved_objects(primary?, secondary, options)?;
+    finish_steps(ctx, retriever, query, objects, options).await
 }
 
 /// The answer a turn records: the text, or a structured answer's JSON;
@@ -128,7 +163,10 @@ impl Engine {
     /// that asks nothing is acknowledged without retrieval) or beside it
     /// (concurrent: it only decides whether the answer is kept); then the
     /// turn recorded. Nothing is recorded for `only_context` or when nothing
-    /// was answered.
+    /// was answered. With `two_lanes` (the types that merge two retrievals)
+    /// and a conversational query from the session (concurrent mode, after
+    /// a first turn), the question is retrieved a second time with the last
+    /// turns in view.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn session_steps<'o>(
         &self,
@@ -139,12 +177,14 @@ impl Engine {
         retriever: &dyn Retriever,
         request: &RecallRequest,
         options: &'o RetrieverOptions,
+        two_lanes: bool,
     ) -> Result<(Steps, Cow<'o, RetrieverOptions>)> {
         let raw = request.query_text.as_str();
         let session_id = sessions.resolve_session_id(request.options.session_id.as_deref(), Some(dataset.id));
         let preview = options.search.only_context;
         let conversation = sessions.conversation(user, &session_id, raw, preview).await?;
         let served = conversation.served_context_ids.clone();
+        let second_lane = conversation.retrieval_query.clone().filter(|_| two_lanes);
         let mut with = options.clone();
         with.conversation = Some(conversation);
         let options = with;
@@ -168,16 +208,18 @@ impl Engine {
             }
             analysis = Some((a, has_previous));
         }
+        let retrieve = async {
+            match &second_lane {
+                Some(second) => run_two_lane_steps(ctx, retriever, &query, second, &options).await,
+                None => run_steps(ctx, retriever, &query, &options).await,
+            }
+        };
         let steps = if mode == Some(TurnMode::Concurrent) {
-            let (steps, a) = futures::future::join(
-                run_steps(ctx, retriever, &query, &options),
-                analyze(&sessions, user, &turn.session_id, raw),
-            )
-            .await;
+            let (steps, a) = futures::future::join(retrieve, analyze(&sessions, user, &turn.session_id, raw)).await;
             analysis = Some(a);
             steps?
         } else {
-            run_steps(ctx, retriever, &query, &options).await?
+            retrieve.await?
         };
         let Some(answer) = steps.completion.as_deref().and_then(answer_text) else {
             return Ok((steps, Cow::Owned(options)));

@@ -198,6 +198,18 @@ impl<S: GraphStrategy> Retriever for GraphFamily<S> {
         evidence::used_element_ids(&Triplet::from_values(objects))
     }
 
+    /// Triplets merged by edge, within what one lane returns.
+    fn merge_retrieved_objects(
+        &self,
+        primary: Vec<Value>,
+        secondary: Vec<Value>,
+        options: &RetrieverOptions,
+    ) -> Result<Vec<Value>> {
+        let limit = options.top_k().unwrap_or(primary.len().max(secondary.len()));
+        let reserve = crate::merge::conversational_reserve(limit);
+        Ok(crate::merge::merge_ranked(primary, secondary, crate::merge::edge_identity, Some(limit), reserve))
+    }
+
     async fn get_context_evidence(
         &self,
         ctx: &DatasetPorts,

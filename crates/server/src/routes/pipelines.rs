@@ -150,16 +150,17 @@ pub async fn improve(
         let dataset = engine.dataset_with(&user, &target, recall_core::Permission::Write).await?;
         let alpha = body.feedback_alpha;
         let session_ids = body.session_ids.unwrap_or_default();
+        let sessions = session_ids.clone();
         state.spawn_background(async move {
-            if let Err(e) = engine.improve(&user, &DatasetRef::Id(dataset.id), alpha).await {
+            if let Err(e) = engine.improve_sessions(&user, &DatasetRef::Id(dataset.id), alpha, &sessions).await {
                 tracing::error!(error = %e, dataset = %dataset.id, "background improve failed");
             }
         });
         let running = recall_engine::ImproveOutcome::running(&dataset, session_ids);
         return Ok(Json(serde_json::to_value(running).map_err(recall_core::RecallError::backend)?));
     }
-    let mut outcome = engine.improve(&user, &target, body.feedback_alpha).await?;
-    outcome.session_ids = body.session_ids.unwrap_or_default();
+    let session_ids = body.session_ids.unwrap_or_default();
+    let outcome = engine.improve_sessions(&user, &target, body.feedback_alpha, &session_ids).await?;
     Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?))
 }
 
