@@ -285,6 +285,15 @@ async fn session_bench(
         println!("session: {n} turns written in {secs:.2}s = {:.0} turns/s", n as f64 / secs);
     }
 
+    // The first conversation read of a process also reads the session's
+    // turn vectors (later reads add only what was written since).
+    let t = Instant::now();
+    let first = sessions.conversation(user, &session, "What did Ada Lovelace do with the engine?", true).await?;
+    println!(
+        "session: first conversation read {:.2} ms ({} turns carried)",
+        ms(t.elapsed()),
+        first.history.matches("\nQUESTION: ").count()
+    );
     let (mut lane, mut conversation, mut record) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..queries {
         let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
