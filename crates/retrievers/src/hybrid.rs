@@ -508,7 +508,7 @@ impl<S: HybridStrategy> Retriever for HybridFamily<S> {
         let params = HybridParams::from_options(options)?;
         let (p, s) = (HybridResult::from_objects(&primary), HybridResult::from_objects(&secondary));
         let lane = |p: Vec<Value>, s: Vec<Value>, limit: usize, identity: fn(&Value) -> Option<String>| {
-            merge::merge_ranked(p, s, identity, Some(limit), merge::conversational_reserve(limit))
+            merge::merge_lanes(p, s, Some(limit), identity)
         };
         let values =
             |items: Vec<HybridEntity>| items.into_iter().filter_map(|e| serde_json::to_value(e).ok()).collect();

@@ -73,6 +73,18 @@ pub fn merge_ranked(
     take.into_iter().filter_map(|i| records[i].take()).collect()
 }
 
+/// [`merge_ranked`] within what one lane returns: `top_k` when the request
+/// set one, else the longer lane's length, with the conversational reserve.
+pub fn merge_lanes(
+    primary: Vec<Value>,
+    secondary: Vec<Value>,
+    top_k: Option<usize>,
+    identity: impl Fn(&Value) -> Option<String>,
+) -> Vec<Value> {
+    let limit = top_k.unwrap_or(primary.len().max(secondary.len()));
+    merge_ranked(primary, secondary, identity, Some(limit), conversational_reserve(limit))
+}
+
 /// A chunk (or any payload) by its `id`.
 pub fn payload_identity(item: &Value) -> Option<String> {
     item.get("id").map(|id| match id {

@@ -83,9 +83,7 @@ impl<S: PassageStrategy> Retriever for PassageFamily<S> {
         secondary: Vec<Value>,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let limit = options.top_k().unwrap_or(primary.len().max(secondary.len()));
-        let reserve = merge::conversational_reserve(limit);
-        Ok(merge::merge_ranked(primary, secondary, merge::payload_identity, Some(limit), reserve))
+        Ok(merge::merge_lanes(primary, secondary, options.top_k(), merge::payload_identity))
     }
 
     fn is_generative(&self) -> bool {

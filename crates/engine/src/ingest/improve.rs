@@ -31,6 +31,25 @@ pub struct ImproveStage {
     pub run: Option<Value>,
 }
 
+impl ImproveStage {
+    /// A stage that ran, with nothing counted yet.
+    fn completed(name: &str) -> Self {
+        Self {
+            stage: name.into(),
+            status: "completed".into(),
+            reason: None,
+            error: None,
+            counts: Map::new(),
+            duration_ms: 0,
+            run: None,
+        }
+    }
+
+    fn skipped(self, reason: &str) -> Self {
+        Self { status: "skipped".into(), reason: Some(reason.into()), ..self }
+    }
+}
+
 /// What an improve run did (Cognee's `ImproveResult`).
 #[derive(Debug, Clone, Serialize)]
 pub struct ImproveOutcome {
@@ -121,15 +140,7 @@ impl Engine {
         }
         let dataset = self.authorize(user, target, Permission::Write).await?;
         let started = Instant::now();
-        let mut stage = ImproveStage {
-            stage: "feedback_weights".into(),
-            status: "completed".into(),
-            reason: None,
-            error: None,
-            counts: Map::new(),
-            duration_ms: 0,
-            run: None,
-        };
+        let mut stage = ImproveStage::completed("feedback_weights");
         match self.apply_ratings(dataset.id, alpha).await {
             Ok((rated, nodes, edges)) => {
                 stage.counts.insert("rated".into(), json!(rated));
@@ -147,15 +158,7 @@ impl Engine {
         }
         stage.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let errored = stage.status == "errored";
-        let not_available = |name: &str| ImproveStage {
-            stage: name.into(),
-            status: "skipped".into(),
-            reason: Some("not_available".into()),
-            error: None,
-            counts: Map::new(),
-            duration_ms: 0,
-            run: None,
-        };
+        let not_available = |name: &str| ImproveStage::completed(name).skipped("not_available");
         let mut stages = vec![stage];
         stages.extend(STAGES_BEFORE_EXTRACTION.iter().map(|name| not_available(name)));
         stages.push(self.extract_agent_context(user, session_ids).await);
@@ -170,29 +173,16 @@ impl Engine {
     /// the others go on.
     async fn extract_agent_context(&self, user: &User, session_ids: &[String]) -> ImproveStage {
         let started = Instant::now();
-        let mut stage = ImproveStage {
-            stage: "extract_agent_context".into(),
-            status: "completed".into(),
-            reason: None,
-            error: None,
-            counts: Map::new(),
-            duration_ms: 0,
-            run: None,
-        };
-        let skipped = |mut stage: ImproveStage, reason: &str| {
-            stage.status = "skipped".into();
-            stage.reason = Some(reason.into());
-            stage
-        };
-        let Some(sessions) = &self.sessions else { return skipped(stage, "session_memory_off") };
+        let mut stage = ImproveStage::completed("extract_agent_context");
+        let Some(sessions) = &self.sessions else { return stage.skipped("session_memory_off") };
         if session_ids.is_empty() {
-            return skipped(stage, "no_session_ids");
+            return stage.skipped("no_session_ids");
         }
         let (mut lessons, mut failed) = (0, 0);
         for session_id in session_ids {
             match sessions.extract_agent_context(user, session_id).await {
                 Ok(Some(n)) => lessons += n,
-                Ok(None) => return skipped(stage, "auto_feedback_off"),
+                Ok(None) => return stage.skipped("auto_feedback_off"),
                 Err(e) => {
                     tracing::warn!(session_id, error = %e, "agent-context extraction failed for a session");
                     stage.error = Some(e.to_string());

@@ -205,9 +205,7 @@ impl<S: GraphStrategy> Retriever for GraphFamily<S> {
         secondary: Vec<Value>,
         options: &RetrieverOptions,
     ) -> Result<Vec<Value>> {
-        let limit = options.top_k().unwrap_or(primary.len().max(secondary.len()));
-        let reserve = crate::merge::conversational_reserve(limit);
-        Ok(crate::merge::merge_ranked(primary, secondary, crate::merge::edge_identity, Some(limit), reserve))
+        Ok(crate::merge::merge_lanes(primary, secondary, options.top_k(), crate::merge::edge_identity))
     }
 
     async fn get_context_evidence(
