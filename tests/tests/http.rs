@@ -579,6 +579,74 @@ async fn two_users_are_isolated_until_a_grant() {
     server.stop().await;
 }
 
+/// `skill_run` entries are recorded beside their skill in the dataset's
+/// graph: named when the skill is known, replaced by run id, refused when
+/// out of range, and only where the caller may write.
+#[tokio::test]
+async fn skill_runs_are_recorded_beside_their_skill() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let alice_key = server.key_for("alice@example.com").await;
+    let bob_key = server.key_for("bob@example.com").await;
+    let alice = server.engine.relational().users.ensure_user("alice@example.com").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let skill_dir = dir.path().join("rotate");
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: Key rotation\ndescription: Rotate API keys safely.\n---\n# Key rotation\n1. Mint a new key.\n2. Revoke the old one.\n",
+    )
+    .unwrap();
+    let (ops, added) = server.engine.add_skills(&alice, "ops", &[skill_dir]).await.unwrap();
+    let skill_id = added[0].id.clone();
+    let post = |key: &str, body: Value| {
+        client.post(server.url("/api/v1/remember/entry")).header("X-Api-Key", key.to_string()).json(&body).send()
+    };
+    let run = |score: Value| {
+        json!({"entry": {"type": "skill_run", "selected_skill_id": skill_id, "run_id": "run-1",
+                         "task_text": "rotate the staging key", "success_score": score, "latency_ms": 1200},
+               "dataset_name": "ops", "session_id": "agent-1"})
+    };
+    let (status, stored) = json_of(post(&alice_key, run(json!(0.8))).await.unwrap()).await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        (&stored["status"], &stored["entry_type"], &stored["entry_id"], &stored["items_processed"]),
+        (&json!("completed"), &json!("skill_run"), &json!("run-1"), &json!(1))
+    );
+    assert_eq!(
+        stored["items"][0],
+        json!({"kind": "skill_run", "run_id": "run-1", "selected_skill_id": skill_id,
+               "selected_skill_name": "Key rotation", "success_score": 0.8})
+    );
+    // The same run id again replaces the run.
+    let (status, _) = json_of(post(&alice_key, run(json!(0.2))).await.unwrap()).await;
+    assert_eq!(status, 200);
+    let runs = server.engine.skill_runs(&alice, "ops").await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!((&runs[0]["success_score"], &runs[0]["session_id"]), (&json!(0.2), &json!("agent-1")));
+    assert_eq!(runs[0]["task_text"], "rotate the staging key");
+
+    // Out of range, or without a skill: refused, nothing recorded.
+    let (status, body) = json_of(post(&alice_key, run(json!(1.5))).await.unwrap()).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "Invalid remember request."})));
+    let (status, body) = json_of(
+        post(&alice_key, json!({"entry": {"type": "skill_run", "task_text": "x"}, "dataset_name": "ops"}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["detail"][0]["loc"], json!(["body", "entry", "skill_run", "selected_skill_id"]));
+    assert_eq!(server.engine.skill_runs(&alice, "ops").await.unwrap().len(), 1);
+    // Another user may not write into alice's dataset.
+    let mut intruder = run(json!(0.5));
+    intruder["dataset_id"] = json!(ops.id);
+    let (status, _) = json_of(post(&bob_key, intruder).await.unwrap()).await;
+    assert!(matches!(status.as_u16(), 403 | 404), "{status}");
+    assert_eq!(server.engine.skill_runs(&alice, "ops").await.unwrap().len(), 1);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn session_entries_session_remember_and_the_sessions_routes() {
     let server = Server::start(|_| {}).await;

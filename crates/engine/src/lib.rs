@@ -37,6 +37,8 @@ pub use query::request::RecallRequest;
 pub use query::scope;
 pub use query::search::SearchRequest;
 pub use recall_core::{SearchOptions, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOP_K};
+pub use recall_skills::SkillRunEntry;
+pub use skills::RecordedSkillRun;
 
 /// Engine settings that are not ports.
 #[derive(Debug, Clone)]

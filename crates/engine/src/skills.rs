@@ -4,10 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use recall_core::{
-    Dataset, DatasetRef, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType, User,
+    Dataset, DatasetRef, Edge, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType, User,
 };
 use recall_retrievers::RetrieverOptions;
-use recall_skills::{parse_skill, Skill, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
+use recall_skills::{
+    parse_skill, Skill, SkillRunEntry, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_RUN_NODE_TYPE,
+    SKILL_RUN_TASK_TEXT, SKILL_SEARCH_TEXT,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -24,6 +27,17 @@ pub struct AddedSkill {
     pub id: String,
     pub name: String,
     pub source_file: String,
+}
+
+/// A run recorded by [`Engine::record_skill_run`] (the `items` entry of
+/// `remember/entry`'s answer).
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordedSkillRun {
+    pub kind: &'static str,
+    pub run_id: String,
+    pub selected_skill_id: String,
+    pub selected_skill_name: String,
+    pub success_score: Option<f64>,
 }
 
 /// The skill files under `path`: the file itself, or every `SKILL.md` below
@@ -128,6 +142,73 @@ impl Engine {
             .map(|s| AddedSkill { id: s.id.to_string(), name: s.name, source_file: s.source_file })
             .collect();
         Ok((dataset, added))
+    }
+
+    /// Records a run of a skill in a dataset the caller may write: a
+    /// `SkillRun` node (replacing the run with the same `run_id`), linked
+    /// `selected_skill` to the skill when the dataset has it, and its task
+    /// text embedded in `SkillRun_task_text`. A skill id the dataset does
+    /// not hold is recorded all the same, without a name.
+    pub async fn record_skill_run(
+        &self,
+        user: &User,
+        target: &DatasetRef,
+        session_id: Option<&str>,
+        entry: SkillRunEntry,
+    ) -> Result<(Dataset, RecordedSkillRun)> {
+        let dataset = self.writable(user, target).await?;
+        let skill = match uuid::Uuid::parse_str(entry.selected_skill_id.trim()) {
+            Ok(id) => {
+                self.graph.get_nodes(dataset.id, &[id]).await?.into_iter().find(|n| n.node_type == SKILL_NODE_TYPE)
+            }
+            Err(_) => None,
+        };
+        let name = skill.as_ref().and_then(|n| n.properties.get("name")).and_then(Value::as_str).map(str::to_string);
+        let success_score = entry.success_score;
+        let run = entry.into_run(&dataset.id.to_string(), session_id, name.as_deref())?;
+        let task_text = run.payload.get("task_text").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !task_text.is_empty() {
+            self.check_collection_model(SKILL_RUN_TASK_TEXT, &target.label()).await?;
+        }
+        let recorded = RecordedSkillRun {
+            kind: "skill_run",
+            run_id: run.run_id.clone(),
+            selected_skill_id: run.payload["selected_skill_id"].as_str().unwrap_or_default().to_string(),
+            selected_skill_name: name.unwrap_or_default(),
+            success_score,
+        };
+        let node = Node { id: run.id, node_type: SKILL_RUN_NODE_TYPE.into(), properties: run.payload.clone() };
+        self.graph.upsert_nodes(dataset.id, &[node]).await?;
+        if let Some(skill) = &skill {
+            let edge = Edge::new(run.id, recall_skills::run::SELECTED_SKILL, skill.id).with_text("selected skill");
+            self.graph.upsert_edges(dataset.id, &[edge]).await?;
+        }
+        if !task_text.is_empty() {
+            let mut payload = run.payload;
+            payload.remove("tool_trace");
+            let records = self.embed_rows(vec![(run.id, task_text, payload, Vec::new())]).await?;
+            self.vectors.ensure_collection(dataset.id, SKILL_RUN_TASK_TEXT, &self.embedder.spec()).await?;
+            self.vectors.upsert(dataset.id, SKILL_RUN_TASK_TEXT, records).await?;
+        }
+        self.bump_data_version(dataset.id).await?;
+        Ok((dataset, recorded))
+    }
+
+    /// The dataset's recorded skill runs (each node's payload), oldest first
+    /// by start time, then by run id.
+    pub async fn skill_runs(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Vec<Value>> {
+        let dataset = self.dataset(user, dataset).await?;
+        let mut runs: Vec<Value> = self
+            .graph
+            .nodes_by_type(dataset.id, SKILL_RUN_NODE_TYPE)
+            .await?
+            .into_iter()
+            .map(|n| Value::Object(n.properties))
+            .collect();
+        let key =
+            |v: &Value| (v["started_at_ms"].as_i64().unwrap_or(0), v["run_id"].as_str().unwrap_or("").to_string());
+        runs.sort_by_key(key);
+        Ok(runs)
     }
 
     /// The dataset's skills, by name (every stored field, bodies included).

@@ -4,6 +4,7 @@
 //! its first match negated by a negator in the 20 characters before it;
 //! fires at a score of 3.0. The patterns are compiled once.
 
+pub mod run;
 pub mod skill;
 
 use std::sync::LazyLock;
@@ -11,6 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
+pub use run::{SkillRun, SkillRunEntry, SKILL_RUN_NODE_TYPE, SKILL_RUN_TASK_TEXT};
 pub use skill::{parse_skill, project_metadata, Skill, SKILL_NODE_TYPE, SKILL_SEARCH_TEXT};
 
 /// Score at which the gate fires.

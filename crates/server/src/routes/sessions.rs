@@ -68,7 +68,7 @@ fn invalid_request(why: impl std::fmt::Display) -> ApiError {
 }
 
 /// `POST /api/v1/remember/entry`: one typed entry stored into a session.
-#[utoipa::path(post, path = "/remember/entry", tag = "remember", request_body = RememberEntryBody, responses((status = 200, description = "Stored (or `status: errored` with the reason)", body = Object), (status = 400, description = "A bad entry or request", body = Object), (status = 403, description = "No write permission on the dataset", body = Object), (status = 501, description = "skill_run entries are not available yet", body = Object), (status = 503, description = "Session memory is off", body = Object)))]
+#[utoipa::path(post, path = "/remember/entry", tag = "remember", request_body = RememberEntryBody, responses((status = 200, description = "Stored (or `status: errored` with the reason)", body = Object), (status = 400, description = "A bad entry or request", body = Object), (status = 403, description = "No write permission on the dataset", body = Object), (status = 503, description = "Session memory is off", body = Object)))]
 pub async fn remember_entry(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -77,10 +77,7 @@ pub async fn remember_entry(
     let started = Instant::now();
     let kind = entry_type(&body.entry)?.to_string();
     if kind == "skill_run" {
-        return Err(ApiError::detail(
-            StatusCode::NOT_IMPLEMENTED,
-            "skill_run entries are not available on this server yet.",
-        ));
+        return skill_run(&state, &user, body, started).await;
     }
     let entry: SessionEntry = crate::body::parse_json(body.entry.to_string().as_bytes()).map_err(|e| match e {
         ApiError::Validation { detail, .. } => ApiError::Validation {
@@ -122,6 +119,35 @@ pub async fn remember_entry(
     }
     result["elapsed_seconds"] = json!(started.elapsed().as_secs_f64());
     Ok(Json(result))
+}
+
+/// A `skill_run` entry: recorded in the dataset's graph beside its skill
+/// (not in the session cache); `session_id` is optional and kept on the run.
+async fn skill_run(state: &AppState, user: &User, body: RememberEntryBody, started: Instant) -> ApiResult<Json<Value>> {
+    let entry: recall_engine::SkillRunEntry =
+        crate::body::parse_json(body.entry.to_string().as_bytes()).map_err(|e| match e {
+            ApiError::Validation { detail, .. } => ApiError::Validation {
+                detail: detail.into_iter().map(|d| nest_under_entry(d, "skill_run")).collect(),
+                body: json!({"entry": body.entry}),
+            },
+            other => other,
+        })?;
+    let target = match body.dataset_id {
+        Some(id) => DatasetRef::Id(id),
+        None => DatasetRef::Name(body.dataset_name.clone()),
+    };
+    let session_id = body.session_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let (dataset, run) = match state.engine().record_skill_run(user, &target, session_id, entry).await {
+        Ok(recorded) => recorded,
+        Err(e @ RecallError::Validation { .. }) => return Err(invalid_request(e)),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Json(json!({
+        "status": "completed", "dataset_name": dataset.name, "dataset_id": dataset.id, "pipeline_run_id": null,
+        "items_processed": 1, "session_ids": session_id.map(|s| vec![s]).unwrap_or_default(),
+        "entry_type": "skill_run", "entry_id": run.run_id, "items": [run],
+        "elapsed_seconds": started.elapsed().as_secs_f64(),
+    })))
 }
 
 /// A validation error inside the entry, located as pydantic locates it
