@@ -181,23 +181,10 @@ pub fn batch_input(steps: &[TraceStep], existing: &[GuidanceEntry]) -> String {
 /// The lessons of the model's answer, read leniently: unusable ones are
 /// dropped, at most [`MAX_BATCH_LESSONS`] kept.
 pub fn parse(value: &Value) -> Vec<GuidanceCandidate> {
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(String::from);
     value
         .get("lessons")
         .and_then(Value::as_array)
-        .map(|lessons| {
-            lessons
-                .iter()
-                .filter_map(|l| {
-                    Some(GuidanceCandidate {
-                        section: text(l.get("section"))?,
-                        content: text(l.get("content"))?,
-                        confidence: l.get("confidence").and_then(Value::as_f64)?,
-                    })
-                })
-                .take(MAX_BATCH_LESSONS)
-                .collect()
-        })
+        .map(|lessons| lessons.iter().filter_map(crate::analysis::candidate).take(MAX_BATCH_LESSONS).collect())
         .unwrap_or_default()
 }
 

@@ -94,6 +94,16 @@ fn text(value: Option<&Value>) -> Option<String> {
     value.and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
+/// A guidance candidate as a model wrote it (`section`, `content`,
+/// `confidence`); `None` when a field is missing, blank or of another type.
+pub fn candidate(value: &Value) -> Option<GuidanceCandidate> {
+    Some(GuidanceCandidate {
+        section: text(value.get("section"))?,
+        content: text(value.get("content"))?,
+        confidence: value.get("confidence").and_then(Value::as_f64)?,
+    })
+}
+
 /// The model's answer read leniently: blank strings are null, a rating
 /// outside 1..5 is null, unusable items are dropped, at most three of each
 /// list are kept, ratings only for `served_ids`.
@@ -108,17 +118,7 @@ pub fn parse(value: &Value, served_ids: &[String]) -> TurnAnalysis {
         })
         .take(MAX_ITEMS)
         .collect();
-    let candidates = items("candidate_context_updates")
-        .iter()
-        .filter_map(|c| {
-            Some(GuidanceCandidate {
-                section: text(c.get("section"))?,
-                content: text(c.get("content"))?,
-                confidence: c.get("confidence").and_then(Value::as_f64)?,
-            })
-        })
-        .take(MAX_ITEMS)
-        .collect();
+    let candidates = items("candidate_context_updates").iter().filter_map(candidate).take(MAX_ITEMS).collect();
     let rating = value.get("previous_answer_rating").and_then(Value::as_i64).filter(|r| (1..=5).contains(r));
     TurnAnalysis {
         response_to_user: text(value.get("response_to_user")),
