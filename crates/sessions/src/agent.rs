@@ -188,11 +188,17 @@ pub fn parse(value: &Value) -> Vec<GuidanceCandidate> {
         .unwrap_or_default()
 }
 
-/// How many of the newest steps an extraction reads, given how many were
-/// read before; `None` when fewer than `min_new` are new.
-pub fn window(total: usize, processed: usize, min_new: usize) -> Option<usize> {
-    let pending = total.saturating_sub(processed);
-    (min_new > 0 && pending >= min_new).then(|| (pending + EXTRACTION_OVERLAP).clamp(1, BATCH_TRACE_LIMIT))
+/// How many of `steps` (the newest [`BATCH_TRACE_LIMIT`] of a session,
+/// oldest first) an extraction reads, given the id of the last step read
+/// before: the new ones and [`EXTRACTION_OVERLAP`] already read; `None`
+/// when fewer than `min_new` are new. A last-read id not among `steps`
+/// means every one of them is new.
+pub fn window(steps: &[TraceStep], last_read: Option<&str>, min_new: usize) -> Option<usize> {
+    let pending = match last_read.and_then(|id| steps.iter().rposition(|s| s.trace_id == id)) {
+        Some(i) => steps.len() - i - 1,
+        None => steps.len(),
+    };
+    (min_new > 0 && pending >= min_new).then(|| (pending + EXTRACTION_OVERLAP).min(steps.len()))
 }
 
 #[cfg(test)]
@@ -263,12 +269,15 @@ mod tests {
         assert_eq!(lessons.len(), MAX_BATCH_LESSONS);
         assert_eq!(lessons[0].content, "Use LIMIT.");
         assert!(parse(&json!([])).is_empty());
-        assert_eq!(window(9, 0, EXTRACTION_INTERVAL), None);
-        assert_eq!(window(10, 0, EXTRACTION_INTERVAL), Some(13));
-        assert_eq!(window(100, 0, 1), Some(BATCH_TRACE_LIMIT));
-        assert_eq!(window(21, 20, 1), Some(4), "one new step and the overlap");
-        assert_eq!(window(20, 20, 1), None);
-        assert_eq!(window(5, 0, 0), None);
+        let steps = |n: usize| -> Vec<TraceStep> {
+            (0..n).map(|i| TraceStep { trace_id: format!("t{i}"), ..step("success", None) }).collect()
+        };
+        assert_eq!(window(&steps(9), None, EXTRACTION_INTERVAL), None);
+        assert_eq!(window(&steps(10), None, EXTRACTION_INTERVAL), Some(10), "all ten: there is nothing before");
+        assert_eq!(window(&steps(BATCH_TRACE_LIMIT), Some("gone"), 1), Some(BATCH_TRACE_LIMIT), "more new than read");
+        assert_eq!(window(&steps(21), Some("t19"), 1), Some(4), "one new step and the overlap");
+        assert_eq!(window(&steps(21), Some("t20"), 1), None);
+        assert_eq!(window(&steps(5), None, 0), None);
     }
 
     #[test]

@@ -198,7 +198,11 @@ impl Sessions {
         if recent.len() < self.config.history_last_n.max(1) {
             return Vec::new();
         }
-        let Some(query) = self.embed_text(query.trim().to_string()).await else { return Vec::new() };
+        if query.trim().is_empty() {
+            return Vec::new();
+        }
+        // The text retrieval embeds, so the engine's cache embeds it once.
+        let Some(query) = self.embed_text(query.to_string()).await else { return Vec::new() };
         let skip: HashSet<String> = recent.iter().map(|t| t.qa_id.clone()).collect();
         let k = history::VECTOR_RECALL_TOP_K;
         match history::similar_turns(&self.store, &self.qa_vectors, key, &query, &skip, k, now_millis()).await {
@@ -415,22 +419,21 @@ impl Sessions {
     }
 
     /// Reads the steps not read yet (when at least `min_new`) with the LLM
-    /// and stores the lessons it proposes; how many. The count of steps
-    /// read moves on only after a successful extraction.
+    /// and stores the lessons it proposes; how many. The mark of the last
+    /// step read moves on only after a successful extraction.
     async fn extract_pending(&self, key: &SessionKey, min_new: usize) -> Result<usize> {
         let Some(llm) = &self.llm else { return Ok(0) };
         let now = now_millis();
-        let steps = self.store.trace_steps(key, None, now).await?;
+        // The newest steps only: however long the session, a write reads a bounded window.
+        let steps = self.store.trace_steps(key, Some(agent::BATCH_TRACE_LIMIT), now).await?;
         let state = self.store.records(key, agent::STATE_KIND, now).await?;
-        let processed = state
+        let last_read = state
             .iter()
             .find(|r| r.id == agent::STATE_ID)
-            .and_then(|r| r.payload.get("processed_trace_count"))
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0);
-        let Some(window) = agent::window(steps.len(), processed, min_new) else { return Ok(0) };
-        let window = &steps[steps.len().saturating_sub(window)..];
+            .and_then(|r| r.payload.get("last_trace_id"))
+            .and_then(Value::as_str);
+        let Some(window) = agent::window(&steps, last_read, min_new) else { return Ok(0) };
+        let window = &steps[steps.len() - window..];
         let existing = self.guidance_entries(key).await?;
         let request = ChatRequest::new(agent::SYSTEM_PROMPT, agent::batch_input(window, &existing));
         let answer = llm.structured(&request, agent::SCHEMA_NAME, &agent::schema()).await?;
@@ -438,7 +441,10 @@ impl Sessions {
         let state = ContextRecord {
             id: agent::STATE_ID.into(),
             kind: agent::STATE_KIND.into(),
-            payload: serde_json::json!({"processed_trace_count": steps.len(), "updated_at": iso(Utc::now())}),
+            payload: serde_json::json!({
+                "last_trace_id": steps.last().map(|s| s.trace_id.clone()),
+                "updated_at": iso(Utc::now()),
+            }),
         };
         self.store.put_record(key, &state, self.stamp()).await?;
         Ok(applied)
