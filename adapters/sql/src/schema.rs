@@ -444,7 +444,8 @@ impl MigrationTrait for M20261206Sessions {
 
 /// Migration 8: QA embeddings kept with their entries (`vector`, the
 /// little-endian `f32` bytes, its `vector_model`, and the session version it
-/// was written at), and a session's pinned node set (a JSON array).
+/// was written at), a session's pinned node set (a JSON array), and the
+/// session rows indexed by expiry.
 struct M20261207SessionVectors;
 
 impl MigrationName for M20261207SessionVectors {
@@ -482,6 +483,14 @@ impl MigrationTrait for M20261207SessionVectors {
             "CREATE INDEX IF NOT EXISTS cache_qa_entries_vectors ON cache_qa_entries (user_id, session_id, vector_version)",
         )
         .await?;
+        // Every write slides the expiry of the session's stale rows: by
+        // expiry, it reads those rows only, not the whole session.
+        for table in ["cache_qa_entries", "cache_trace_entries", "cache_session_context"] {
+            conn.execute_unprepared(&format!(
+                "CREATE INDEX IF NOT EXISTS {table}_expiry ON {table} (user_id, session_id, expires_at)"
+            ))
+            .await?;
+        }
         Ok(())
     }
 
@@ -489,6 +498,9 @@ impl MigrationTrait for M20261207SessionVectors {
         let conn = manager.get_connection();
         let ddl = [
             "DROP INDEX IF EXISTS cache_qa_entries_vectors",
+            "DROP INDEX IF EXISTS cache_qa_entries_expiry",
+            "DROP INDEX IF EXISTS cache_trace_entries_expiry",
+            "DROP INDEX IF EXISTS cache_session_context_expiry",
             "ALTER TABLE cache_qa_entries DROP COLUMN vector_version",
             "ALTER TABLE cache_qa_entries DROP COLUMN vector",
             "ALTER TABLE cache_qa_entries DROP COLUMN vector_model",

@@ -48,23 +48,44 @@ impl SqlSessionStore {
         dataset: Option<DatasetId>,
         at: WriteStamp,
     ) -> Result<()> {
+        self.record_activity(txn, key, dataset, at).await?;
+        self.slide(txn, key, at).await
+    }
+
+    /// The session's row upserted with this write's time, expiry and
+    /// dataset, its version bumped (the row stays locked until the
+    /// transaction ends); the new version.
+    async fn record_activity(
+        &self,
+        txn: &DatabaseTransaction,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        at: WriteStamp,
+    ) -> Result<i64> {
+        let row = txn
+            .query_one_raw(self.db.stmt(
+                "INSERT INTO session_records (session_id, user_id, dataset_id, created_at, updated_at, expires_at, version) \
+                 VALUES ($1, $2, $3, $4, $4, $5, 1) ON CONFLICT (session_id, user_id) DO UPDATE SET \
+                 updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
+                 version = session_records.version + 1, \
+                 dataset_id = COALESCE(excluded.dataset_id, session_records.dataset_id) RETURNING version",
+                vec![
+                    key.session_id.clone().into(),
+                    key.user_id.to_string().into(),
+                    dataset.map(|d| d.to_string()).into(),
+                    at.now.into(),
+                    at.expires_at().into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| RecallError::backend_msg("recording session activity returned no row"))?;
+        row.try_get("", "version").map_err(db_err)
+    }
+
+    /// The expiry of the session's rows slid (only those more than 5 % stale).
+    async fn slide(&self, txn: &DatabaseTransaction, key: &SessionKey, at: WriteStamp) -> Result<()> {
         let expires = at.expires_at();
-        txn.execute_raw(self.db.stmt(
-            "INSERT INTO session_records (session_id, user_id, dataset_id, created_at, updated_at, expires_at, version) \
-             VALUES ($1, $2, $3, $4, $4, $5, 1) ON CONFLICT (session_id, user_id) DO UPDATE SET \
-             updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
-             version = session_records.version + 1, \
-             dataset_id = COALESCE(excluded.dataset_id, session_records.dataset_id)",
-            vec![
-                key.session_id.clone().into(),
-                key.user_id.to_string().into(),
-                dataset.map(|d| d.to_string()).into(),
-                at.now.into(),
-                expires.into(),
-            ],
-        ))
-        .await
-        .map_err(db_err)?;
         for table in ROW_TABLES {
             let mut values = Self::key_values(key);
             let sql = match at.restamp_before() {
@@ -153,39 +174,35 @@ impl SqlSessionStore {
             at.now.into(),
             at.expires_at().into(),
         ]);
-        let (columns, params, update) = match vector {
-            Some(v) => {
-                values.extend([v.model.clone().into(), vector_bytes(&v.vector).into()]);
-                (
-                    ", vector_model, vector",
-                    ", $8, $9",
-                    ", vector_model = excluded.vector_model, vector = excluded.vector",
-                )
-            }
-            None => ("", "", ""),
+        let sql = |columns: &str, params: &str, update: &str| {
+            format!(
+                "INSERT INTO cache_qa_entries (user_id, session_id, qa_id, dataset_id, payload, created_at, expires_at{columns}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7{params}) ON CONFLICT (user_id, session_id, qa_id) DO UPDATE SET \
+                 dataset_id = COALESCE(excluded.dataset_id, cache_qa_entries.dataset_id), payload = excluded.payload, \
+                 expires_at = excluded.expires_at{update}"
+            )
         };
-        let sql = format!(
-            "INSERT INTO cache_qa_entries (user_id, session_id, qa_id, dataset_id, payload, created_at, expires_at{columns}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7{params}) ON CONFLICT (user_id, session_id, qa_id) DO UPDATE SET \
-             dataset_id = COALESCE(excluded.dataset_id, cache_qa_entries.dataset_id), payload = excluded.payload, \
-             expires_at = excluded.expires_at{update}"
-        );
         let txn = self.db.connection().begin().await.map_err(db_err)?;
-        txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
-        self.touch(&txn, key, dataset, at).await?;
-        if vector.is_some() {
-            // The session row is locked by the touch, so versions are
-            // written in commit order: a reader that has seen version v
-            // misses no vector of a version ≤ v.
-            let mut values = Self::key_values(key);
-            values.push(entry.qa_id.clone().into());
-            txn.execute_raw(self.db.stmt(
-                "UPDATE cache_qa_entries SET vector_version = (SELECT version FROM session_records \
-                 WHERE user_id = $1 AND session_id = $2) WHERE user_id = $1 AND session_id = $2 AND qa_id = $3",
-                values,
-            ))
-            .await
-            .map_err(db_err)?;
+        match vector {
+            None => {
+                txn.execute_raw(self.db.stmt(&sql("", "", ""), values)).await.map_err(db_err)?;
+                self.touch(&txn, key, dataset, at).await?;
+            }
+            Some(v) => {
+                // The session row first: locked until commit, so versions are
+                // stamped in commit order and a reader that has seen version v
+                // misses no vector of a version ≤ v.
+                let version = self.record_activity(&txn, key, dataset, at).await?;
+                values.extend([v.model.clone().into(), vector_bytes(&v.vector).into(), version.into()]);
+                let sql = sql(
+                    ", vector_model, vector, vector_version",
+                    ", $8, $9, $10",
+                    ", vector_model = excluded.vector_model, vector = excluded.vector, \
+                     vector_version = excluded.vector_version",
+                );
+                txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+                self.slide(&txn, key, at).await?;
+            }
         }
         txn.commit().await.map_err(db_err)
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use recall_core::session::{QaEntry, QaVector, SessionKey, SessionStore, StoredQaVector};
 use recall_core::{EpochMillis, Result};
+use simsimd::SpatialSimilarity;
 
 /// Older turns a completion recalls by similarity, beyond the recent ones.
 pub const VECTOR_RECALL_TOP_K: usize = 3;
@@ -81,60 +82,116 @@ pub fn merge_history(recent: Vec<QaEntry>, recalled: Vec<QaEntry>) -> Vec<QaEntr
     merged
 }
 
-/// Cosine similarity; 0 for a zero vector or vectors of different widths.
-fn cosine(a: &[f32], norm_a: f32, b: &[f32], norm_b: f32) -> f32 {
-    if a.len() != b.len() || norm_a == 0.0 || norm_b == 0.0 {
-        return 0.0;
-    }
-    a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm_a * norm_b)
+/// A dot product (SIMD).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    f32::dot(a, b).unwrap_or(0.0) as f32
 }
 
 fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+    dot(v, v).sqrt()
 }
 
 /// One session's QA vectors as read so far: everything written up to
-/// version `after`. A later read adds only what was written since; an
-/// entry deleted meanwhile is dropped when it is found missing.
+/// version `after`, row by row in one block (the widths of the first
+/// vector; another width cannot be compared and is not kept). A later read
+/// adds only what was written since; an entry deleted meanwhile is dropped
+/// when it is found missing.
 pub(crate) struct KeptVectors {
     model: String,
     after: i64,
-    rows: HashMap<String, (Vec<f32>, f32)>,
+    dims: usize,
+    ids: Vec<String>,
+    index: HashMap<String, usize>,
+    data: Vec<f32>,
+    norms: Vec<f32>,
 }
 
 impl KeptVectors {
     fn new(model: &str) -> Self {
-        Self { model: model.to_string(), after: 0, rows: HashMap::new() }
+        Self {
+            model: model.to_string(),
+            after: 0,
+            dims: 0,
+            ids: Vec::new(),
+            index: HashMap::new(),
+            data: Vec::new(),
+            norms: Vec::new(),
+        }
     }
 
     fn add(&mut self, read: Vec<StoredQaVector>) {
         for v in read {
             self.after = self.after.max(v.version);
-            let n = norm(&v.vector);
-            self.rows.insert(v.qa_id, (v.vector, n));
+            if self.dims == 0 {
+                self.dims = v.vector.len();
+            }
+            if v.vector.len() != self.dims || self.dims == 0 {
+                self.remove(&v.qa_id);
+                continue;
+            }
+            let (d, n) = (self.dims, norm(&v.vector));
+            match self.index.get(&v.qa_id) {
+                Some(&i) => {
+                    self.data[i * d..(i + 1) * d].copy_from_slice(&v.vector);
+                    self.norms[i] = n;
+                }
+                None => {
+                    self.index.insert(v.qa_id.clone(), self.ids.len());
+                    self.ids.push(v.qa_id);
+                    self.data.extend_from_slice(&v.vector);
+                    self.norms.push(n);
+                }
+            }
         }
+    }
+
+    fn remove(&mut self, id: &str) {
+        let Some(i) = self.index.remove(id) else { return };
+        let (d, last) = (self.dims, self.ids.len() - 1);
+        self.ids.swap_remove(i);
+        self.norms.swap_remove(i);
+        if i != last {
+            self.data.copy_within(last * d..(last + 1) * d, i * d);
+            self.index.insert(self.ids[i].clone(), i);
+        }
+        self.data.truncate(last * d);
     }
 
     /// Floats held (the cache's weight).
     pub(crate) fn weight(&self) -> usize {
-        self.rows.values().map(|(v, _)| v.len()).sum::<usize>() + 1
+        self.data.len() + 1
     }
 
-    /// Entry ids by similarity to `query`, best first, ties by id.
-    fn ranked(&self, query: &[f32], skip: &HashSet<String>) -> Vec<String> {
-        let q = norm(query);
-        let mut scored: Vec<(f32, &String)> = self
-            .rows
-            .iter()
-            .filter(|(id, _)| !skip.contains(*id))
-            .map(|(id, (v, n))| (cosine(query, q, v, *n), id))
+    /// The `want` entry ids most like `query` (cosine), best first, ties by
+    /// id, leaving out `skip`; the best are selected, not every score sorted.
+    fn ranked(&self, query: &[f32], skip: &HashSet<String>, want: usize) -> Vec<String> {
+        let (d, q) = (self.dims, norm(query));
+        if query.len() != d || q == 0.0 {
+            return Vec::new();
+        }
+        let mut scored: Vec<(f32, usize)> = (0..self.ids.len())
+            .map(|i| {
+                let n = self.norms[i];
+                let score = if n == 0.0 { 0.0 } else { dot(query, &self.data[i * d..(i + 1) * d]) / (q * n) };
+                (score, i)
+            })
             .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored.into_iter().map(|(_, id)| id.clone()).collect()
+        let order =
+            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then_with(|| self.ids[a.1].cmp(&self.ids[b.1]));
+        let take = want.saturating_add(skip.len());
+        if take < scored.len() {
+            scored.select_nth_unstable_by(take, order);
+            scored.truncate(take);
+        }
+        scored.sort_by(order);
+        scored.into_iter().map(|(_, i)| &self.ids[i]).filter(|id| !skip.contains(*id)).take(want).cloned().collect()
     }
 }
 
 pub(crate) type VectorCache = moka::future::Cache<SessionKey, Arc<tokio::sync::Mutex<KeptVectors>>>;
+
+/// Candidates ranked beyond the `k` wanted, in case some were deleted.
+const SPARE_CANDIDATES: usize = 8;
 
 /// Floats of QA vectors kept in memory at most, over every session.
 const KEPT_FLOATS: u64 = 16 << 20;
@@ -175,17 +232,35 @@ pub(crate) async fn similar_turns(
         tracing::trace!(floats = weight, "session QA vectors kept");
         kept_now = kept.lock().await;
     }
+    // A few spare candidates cover turns deleted since they were read; when
+    // even those are gone, every candidate is ranked. Each is read by id
+    // (an indexed lookup), the best first, until `k` are found.
     let mut found = Vec::new();
-    for id in kept_now.ranked(&query.vector, skip) {
-        if found.len() == k {
-            break;
-        }
-        match store.qa_entry(key, &id, now).await? {
-            Some(entry) => found.push(entry),
-            // Deleted or expired since it was read.
-            None => {
-                kept_now.rows.remove(&id);
+    for want in [k + SPARE_CANDIDATES, usize::MAX] {
+        let ranked = kept_now.ranked(&query.vector, skip, want);
+        let exhausted = ranked.len() < want;
+        found.clear();
+        // The best `k` read side by side; further ones only for those missing.
+        let (first, rest) = ranked.split_at(k.min(ranked.len()));
+        let reads = futures::future::join_all(first.iter().map(|id| store.qa_entry(key, id, now))).await;
+        for (id, read) in first.iter().zip(reads) {
+            match read? {
+                Some(entry) => found.push(entry),
+                // Deleted or expired since it was read.
+                None => kept_now.remove(id),
             }
+        }
+        for id in rest {
+            if found.len() == k {
+                break;
+            }
+            match store.qa_entry(key, id, now).await? {
+                Some(entry) => found.push(entry),
+                None => kept_now.remove(id),
+            }
+        }
+        if exhausted || found.len() == k {
+            break;
         }
     }
     Ok(found)
@@ -248,15 +323,26 @@ mod tests {
     #[test]
     fn ranking_is_by_cosine_and_skips_what_is_carried() {
         let mut kept = KeptVectors::new("m");
+        let row = |id: &str, vector: Vec<f32>, version| StoredQaVector { qa_id: id.into(), vector, version };
         kept.add(vec![
-            StoredQaVector { qa_id: "near".into(), vector: vec![1.0, 0.1], version: 1 },
-            StoredQaVector { qa_id: "far".into(), vector: vec![-1.0, 0.0], version: 2 },
-            StoredQaVector { qa_id: "recent".into(), vector: vec![1.0, 0.0], version: 3 },
-            StoredQaVector { qa_id: "odd-width".into(), vector: vec![1.0], version: 4 },
+            row("near", vec![1.0, 0.1], 1),
+            row("far", vec![-1.0, 0.0], 2),
+            row("recent", vec![1.0, 0.0], 3),
+            row("odd-width", vec![1.0], 4),
+            row("zero", vec![0.0, 0.0], 5),
         ]);
         let skip: HashSet<String> = ["recent".to_string()].into();
-        let ranked = kept.ranked(&[2.0, 0.0], &skip);
-        assert_eq!(ranked, ["near", "odd-width", "far"], "another width scores 0, below any likeness");
-        assert_eq!(kept.after, 4);
+        assert_eq!(kept.ranked(&[2.0, 0.0], &skip, usize::MAX), ["near", "zero", "far"], "another width is not kept");
+        assert_eq!(kept.ranked(&[2.0, 0.0], &skip, 1), ["near"], "the best selected");
+        assert_eq!(kept.ranked(&[-1.0, 0.0], &HashSet::new(), 2), ["far", "zero"]);
+        assert!(kept.ranked(&[1.0], &skip, 3).is_empty(), "a query of another width compares with nothing");
+        assert_eq!(kept.after, 5);
+
+        // A new vector for a kept id replaces it; a removal keeps the others intact.
+        kept.add(vec![row("far", vec![1.0, 0.0], 6)]);
+        kept.remove("near");
+        kept.remove("absent");
+        assert_eq!(kept.ranked(&[1.0, 0.0], &HashSet::new(), 9), ["far", "recent", "zero"]);
+        assert_eq!(kept.weight(), 7);
     }
 }
