@@ -261,3 +261,95 @@ async fn the_server_answers_every_generated_body_with_json() {
     let health = client.get(format!("http://{addr}/health")).send().await.unwrap();
     assert!(health.status().is_success(), "the server is still up");
 }
+
+/// The top-level keys of the compiled-in defaults.
+fn config_keys() -> Vec<String> {
+    let defaults = include_str!("../../config/default.toml");
+    defaults
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.starts_with('#') && l.contains('='))
+        .filter_map(|l| l.split('=').next().map(|k| k.trim().to_string()))
+        .collect()
+}
+
+/// A TOML value: numbers (some out of range), booleans, strings (a JSON
+/// string literal is a TOML basic string).
+fn toml_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| format!("{f:?}")),
+        any::<bool>().prop_map(|b| b.to_string()),
+        hostile_text().prop_map(|s| serde_json::to_string(&s).unwrap()),
+        Just("\"\"".to_string()),
+        Just("-1".to_string()),
+        Just("0".to_string()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(Config { failure_persistence: None, ..Config::default() })]
+
+    /// A config file with any value for any key loads or is refused, and
+    /// every setting derived from a loaded one is a value or a typed error.
+    #[test]
+    fn config_values_load_or_are_refused(key in prop::sample::select(config_keys()), value in toml_value()) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("recall.toml");
+        std::fs::write(&file, format!("{key} = {value}\n")).unwrap();
+        let settings = match recall::Settings::load(Some(&file), &recall::Overrides::default()) {
+            Ok(s) => s,
+            Err(e) => {
+                prop_assert_eq!(e.name(), "InvalidInputError", "{}", e);
+                return Ok(());
+            }
+        };
+        let typed = |e: recall_core::RecallError| (400..500).contains(&e.http_status());
+        prop_assert!(settings.embedding_choice().err().is_none_or(typed));
+        prop_assert!(settings.credentials().err().is_none_or(typed));
+        prop_assert!(settings.session_config().err().is_none_or(typed));
+        prop_assert!(settings.dataset_routing().err().is_none_or(typed));
+        let _ = (settings.prompt_dirs(), settings.llm_available(), settings.database_url(), settings.vector_uri());
+    }
+
+    #[test]
+    fn user_emails_are_accepted_or_refused(email in prop_oneof![hostile_text(), "[a-z.+]{0,70}@[a-z.]{0,70}"]) {
+        if let Err(e) = recall::validate_email(&email) {
+            prop_assert_eq!(e.name(), "InvalidInputError");
+        }
+    }
+}
+
+/// Dataset names through `remember`: a name is taken or refused with a
+/// typed error, and a refused one creates no dataset.
+#[test]
+fn dataset_names_are_taken_or_refused_and_a_refusal_writes_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let raw = tempfile::tempdir().unwrap();
+    let config = recall_engine::EngineConfig {
+        chunk_size: 40,
+        raw_data_dir: Some(raw.path().to_path_buf()),
+        ..Default::default()
+    };
+    let engine = common::offline_builder(config, 16).build().unwrap();
+    let me = runtime.block_on(common::me(&engine));
+    let cases = http_cases().min(64);
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&hostile_text(), |name| {
+            runtime.block_on(async {
+                let before = engine.datasets(&me).await.unwrap().len();
+                let input = [recall_engine::RememberInput::text("A short note.")];
+                match engine.remember(&me, recall_core::DatasetRef::Name(name.clone()), &input).await {
+                    Ok(outcome) => prop_assert_eq!(outcome.dataset_name, name),
+                    Err(e) => {
+                        prop_assert_eq!(e.name(), "InvalidInputError", "{}", e);
+                        prop_assert_eq!(engine.datasets(&me).await.unwrap().len(), before, "nothing created");
+                    }
+                }
+                Ok(())
+            })
+        })
+        .unwrap();
+}
