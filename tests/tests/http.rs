@@ -638,6 +638,13 @@ async fn skill_runs_are_recorded_beside_their_skill() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["detail"][0]["loc"], json!(["body", "entry", "skill_run", "selected_skill_id"]));
     assert_eq!(server.engine.skill_runs(&alice, "ops").await.unwrap().len(), 1);
+    let mut elsewhere = run(json!(-0.5));
+    elsewhere["dataset_name"] = json!("fresh");
+    let (status, _) = json_of(post(&alice_key, elsewhere).await.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let names: Vec<String> =
+        server.engine.datasets(&alice).await.unwrap().into_iter().map(|d| d.dataset.name).collect();
+    assert!(!names.contains(&"fresh".to_string()), "a refused run creates no dataset: {names:?}");
     // Another user may not write into alice's dataset.
     let mut intruder = run(json!(0.5));
     intruder["dataset_id"] = json!(ops.id);

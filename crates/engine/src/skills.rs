@@ -133,9 +133,7 @@ impl Engine {
         self.graph.upsert_nodes(dataset.id, &nodes).await?;
         let rows: Vec<EmbedRow> =
             skills.iter().map(|s| (s.id, s.search_text.clone(), vector_payload(s), Vec::new())).collect();
-        let records = self.embed_rows(rows).await?;
-        self.vectors.ensure_collection(dataset.id, SKILL_SEARCH_TEXT, &self.embedder.spec()).await?;
-        self.vectors.upsert(dataset.id, SKILL_SEARCH_TEXT, records).await?;
+        self.embed_and_upsert(dataset.id, SKILL_SEARCH_TEXT, &self.embedder.spec(), rows).await?;
         self.bump_data_version(dataset.id).await?;
         let added = skills
             .into_iter()
@@ -156,6 +154,8 @@ impl Engine {
         session_id: Option<&str>,
         entry: SkillRunEntry,
     ) -> Result<(Dataset, RecordedSkillRun)> {
+        // A bad entry writes nothing, not even the dataset its name would create.
+        entry.check()?;
         let dataset = self.writable(user, target).await?;
         let skill = match uuid::Uuid::parse_str(entry.selected_skill_id.trim()) {
             Ok(id) => {
@@ -186,9 +186,8 @@ impl Engine {
         if !task_text.is_empty() {
             let mut payload = run.payload;
             payload.remove("tool_trace");
-            let records = self.embed_rows(vec![(run.id, task_text, payload, Vec::new())]).await?;
-            self.vectors.ensure_collection(dataset.id, SKILL_RUN_TASK_TEXT, &self.embedder.spec()).await?;
-            self.vectors.upsert(dataset.id, SKILL_RUN_TASK_TEXT, records).await?;
+            let rows = vec![(run.id, task_text, payload, Vec::new())];
+            self.embed_and_upsert(dataset.id, SKILL_RUN_TASK_TEXT, &self.embedder.spec(), rows).await?;
         }
         self.bump_data_version(dataset.id).await?;
         Ok((dataset, recorded))

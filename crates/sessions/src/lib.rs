@@ -157,6 +157,11 @@ impl Sessions {
         }
     }
 
+    /// Whether messages and traces are read by an LLM (AUTO_FEEDBACK and an LLM).
+    fn learns_with_llm(&self) -> bool {
+        self.config.auto_feedback && self.llm.is_some()
+    }
+
     /// The embedder QA turns are embedded with (an engine attaches its own).
     pub fn with_embedder(self, embedder: Arc<dyn Embedder>) -> Self {
         self.attach_embedder(embedder);
@@ -182,13 +187,8 @@ impl Sessions {
 
     /// Stores a QA entry with its embedding when one can be made.
     async fn put_embedded_qa(&self, key: &SessionKey, dataset: Option<DatasetId>, entry: &QaEntry) -> Result<()> {
-        let at = self.stamp();
-        match self.embed_text(history::qa_vector_text(&entry.question, &entry.answer)).await {
-            Some(vector) => self.store.put_qa_embedded(key, dataset, entry, &vector, at).await?,
-            None => self.store.put_qa(key, dataset, entry, at).await?,
-        }
-        self.maybe_purge(at.now).await;
-        Ok(())
+        let vector = self.embed_text(history::qa_vector_text(&entry.question, &entry.answer)).await;
+        self.write_qa(key, dataset, entry, vector.as_ref()).await
     }
 
     /// Older turns like `query`, beyond the `recent` ones carried anyway;
@@ -292,9 +292,24 @@ impl Sessions {
         }
     }
 
+    /// Stores a QA entry (keeping its stored vector).
     async fn put_qa(&self, key: &SessionKey, dataset: Option<DatasetId>, entry: &QaEntry) -> Result<()> {
+        self.write_qa(key, dataset, entry, None).await
+    }
+
+    /// Stores a QA entry, with a new vector when given, then sweeps when due.
+    async fn write_qa(
+        &self,
+        key: &SessionKey,
+        dataset: Option<DatasetId>,
+        entry: &QaEntry,
+        vector: Option<&QaVector>,
+    ) -> Result<()> {
         let at = self.stamp();
-        self.store.put_qa(key, dataset, entry, at).await?;
+        match vector {
+            Some(vector) => self.store.put_qa_embedded(key, dataset, entry, vector, at).await?,
+            None => self.store.put_qa(key, dataset, entry, at).await?,
+        }
         self.maybe_purge(at.now).await;
         Ok(())
     }
@@ -633,7 +648,7 @@ impl SessionMemory for Sessions {
     }
 
     fn turn_mode(&self) -> Option<TurnMode> {
-        (self.config.auto_feedback && self.llm.is_some()).then_some(self.config.turn_mode)
+        self.learns_with_llm().then_some(self.config.turn_mode)
     }
 
     async fn analyze_turn(&self, user: &User, session_id: &str, message: &str) -> Result<(TurnAnalysis, bool)> {
@@ -700,7 +715,7 @@ impl SessionMemory for Sessions {
     }
 
     async fn extract_agent_context(&self, user: &User, session_id: &str) -> Result<Option<usize>> {
-        if !(self.config.auto_feedback && self.llm.is_some()) {
+        if !self.learns_with_llm() {
             return Ok(None);
         }
         self.extract_pending(&Self::key(user, session_id)?, 1).await.map(Some)

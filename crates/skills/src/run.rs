@@ -78,10 +78,8 @@ pub struct SkillRun {
 
 impl SkillRunEntry {
     /// Checks the entry: a skill id, a score in 0..1, feedback in −1..1,
-    /// times not negative, a node set; then the run as stored in `dataset`
-    /// (text fields trimmed and cut, at most [`MAX_TOOL_TRACE`] tool calls),
-    /// naming the skill when it is known.
-    pub fn into_run(self, dataset: &str, session_id: Option<&str>, skill_name: Option<&str>) -> Result<SkillRun> {
+    /// times not negative, a node set, a non-blank run id when given.
+    pub fn check(&self) -> Result<()> {
         if self.selected_skill_id.trim().is_empty() {
             return Err(invalid("selected_skill_id must be a non-empty string."));
         }
@@ -97,8 +95,18 @@ impl SkillRunEntry {
         if self.node_set.trim().is_empty() {
             return Err(invalid("node_set must be a non-empty string."));
         }
-        let run_id = match self.run_id.as_deref().map(str::trim) {
-            Some("") => return Err(invalid("run_id must be a non-empty string when given.")),
+        if self.run_id.as_deref().is_some_and(|id| id.trim().is_empty()) {
+            return Err(invalid("run_id must be a non-empty string when given."));
+        }
+        Ok(())
+    }
+
+    /// The run as stored in `dataset` ([`SkillRunEntry::check`]ed first;
+    /// text fields trimmed and cut, at most [`MAX_TOOL_TRACE`] tool calls),
+    /// naming the skill when it is known.
+    pub fn into_run(self, dataset: &str, session_id: Option<&str>, skill_name: Option<&str>) -> Result<SkillRun> {
+        self.check()?;
+        let run_id = match self.run_id.as_deref() {
             Some(id) => cut(id),
             None => Uuid::new_v4().to_string(),
         };
