@@ -337,6 +337,16 @@ struct SearchArgs {
     /// Skip automatic routing (HYBRID_COMPLETION when an LLM is configured).
     #[arg(long)]
     no_auto_route: bool,
+    /// AGENTIC_COMPLETION: a skill the loop may load, by name (repeatable).
+    #[arg(long = "skill", value_name = "NAME")]
+    skills: Vec<String>,
+    /// AGENTIC_COMPLETION: a tool the loop may offer, by name (repeatable;
+    /// default: every tool).
+    #[arg(long = "tool", value_name = "NAME")]
+    tools: Vec<String>,
+    /// AGENTIC_COMPLETION: steps before the answer is forced (default 6).
+    #[arg(long, allow_negative_numbers = true)]
+    max_iter: Option<i64>,
     /// Lanes to search: auto, graph, session, trace, session_context,
     /// session_first, all, tools, code (repeatable; default auto).
     #[arg(long)]
@@ -388,6 +398,14 @@ impl SearchArgs {
             let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
             retriever_specific_config.insert(key.trim().to_string(), value);
         }
+        if let Some(n) = self.max_iter {
+            retriever_specific_config.insert("max_iter".into(), n.into());
+        }
+        for (key, names) in [("skills", &self.skills), ("tools", &self.tools)] {
+            if !names.is_empty() {
+                retriever_specific_config.insert(key.into(), serde_json::json!(names));
+            }
+        }
         Ok(SearchOptions {
             top_k: Some(self.top_k),
             only_context: self.only_context,
@@ -427,7 +445,13 @@ impl SearchArgs {
     /// `recall search`'s request: the same options, without the lanes, the
     /// router and the explain flag, which the legacy search does not have.
     fn search_request(mut self) -> Result<SearchRequest> {
+        let skills = non_empty(std::mem::take(&mut self.skills));
+        let tools = non_empty(std::mem::take(&mut self.tools));
+        let max_iter = self.max_iter.take();
         Ok(SearchRequest {
+            skills,
+            tools,
+            max_iter,
             query_type: self.query_type()?.unwrap_or(SearchType::GraphCompletion),
             datasets: non_empty(std::mem::take(&mut self.dataset)),
             dataset_ids: non_empty(self.dataset_id.iter().copied().map(DatasetId).collect()),

@@ -1234,3 +1234,54 @@ async fn answer_tokens_stream_as_delta_frames() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn agentic_completion_over_search_runs_its_loop_on_one_dataset() {
+    use common::fake_llm::{scripted_llm, Script};
+    let steps = [
+        json!({"tool_call": {"tool_name": "memory_search", "arguments": {"query": "waggle dance"}}}).to_string(),
+        json!({"final_answer": "They dance."}).to_string(),
+    ];
+    let script = Script::new(steps, "{}").only_for("AgentStep");
+    let chat = recall_openai::OpenAiChat::new(recall_openai::OpenAiConfig::new(
+        scripted_llm(script.clone()).await,
+        "gpt-test",
+        Some("sk".into()),
+    ))
+    .unwrap();
+    let server = Server::start_with(Some(Arc::new(chat)), |_| {}).await;
+    let client = Client::new();
+    let key = server.key_for(common::DEFAULT_USER).await;
+    remember_texts(&client, &server, &key, "bees", &["Honeybees share directions with the waggle dance."]).await;
+    remember_texts(&client, &server, &key, "ants", &["Ants follow pheromone trails."]).await;
+    let search = |body: Value| client.post(server.url("/api/v1/search")).header("X-Api-Key", &key).json(&body).send();
+
+    let body = json!({"query": "How do bees share directions?", "searchType": "AGENTIC_COMPLETION",
+                      "datasets": ["bees"], "maxIter": 3, "tools": ["memory_search"]});
+    let (status, results) = json_of(search(body).await.unwrap()).await;
+    assert_eq!(status, 200, "{results}");
+    assert_eq!(results[0]["dataset_name"], "bees");
+    // References are on by default over HTTP: the answer, then its Evidence block.
+    let answer = results[0]["search_result"][0].as_str().unwrap();
+    assert!(answer.starts_with("They dance.\n\nEvidence:\n- chunk 1 of document text_0.txt"), "{answer}");
+    let step_prompts: Vec<String> = script
+        .requests()
+        .iter()
+        .filter(|r| r["response_format"]["json_schema"]["name"] == "AgentStep")
+        .map(|r| r["messages"].to_string())
+        .collect();
+    assert_eq!(step_prompts.len(), 2);
+    assert!(step_prompts[1].contains("# Tool call 1: memory_search"), "{}", step_prompts[1]);
+
+    // One dataset, no more.
+    let body = json!({"query": "q", "searchType": "AGENTIC_COMPLETION", "datasets": ["bees", "ants"]});
+    let (status, error) = json_of(search(body).await.unwrap()).await;
+    assert_eq!(status, 422, "{error}");
+    assert!(error.to_string().contains("Agentic skill search requires exactly one explicit dataset."), "{error}");
+    // max_iter below 1.
+    let body = json!({"query": "q", "searchType": "AGENTIC_COMPLETION", "datasets": ["bees"], "max_iter": 0});
+    let (status, error) = json_of(search(body).await.unwrap()).await;
+    assert_eq!(status, 422, "{error}");
+    assert!(error.to_string().contains("max_iter must be a positive integer."), "{error}");
+    server.stop().await;
+}

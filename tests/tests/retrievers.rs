@@ -584,10 +584,10 @@ async fn cypher_is_disabled_by_default_and_unsupported_on_stores_without_cypher(
 async fn a_search_type_with_no_retriever_is_an_error() {
     let engine = offline().await;
     let err = engine
-        .recall(&me(&engine).await, &RecallRequest::new("q").query_type(SearchType::AgenticCompletion))
+        .recall(&me(&engine).await, &RecallRequest::new("q").query_type(SearchType::GraphReport))
         .await
         .unwrap_err();
-    assert_eq!(err.to_string(), "Unsupported search type: SearchType.AGENTIC_COMPLETION");
+    assert_eq!(err.to_string(), "Unsupported search type: SearchType.GRAPH_REPORT");
 }
 
 /// A contributor's retriever: returns the query reversed.
@@ -741,6 +741,7 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
         llm: None,
         data_version: 0,
         events: Arc::new(recall_core::NoEvents),
+        caller: None,
     };
     let params = |top_k: usize, wide: usize, penalty: f64, feedback_influence: f64| TripletSearch {
         top_k,

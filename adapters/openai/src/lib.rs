@@ -241,7 +241,7 @@ impl LlmClient for OpenAiChat {
         let mut body = self.body(request);
         body["response_format"] = json!({
             "type": "json_schema",
-            "json_schema": {"name": schema_name, "schema": schema, "strict": true}
+            "json_schema": {"name": schema_name, "schema": schema, "strict": strict_compatible(schema)}
         });
         let resp = self.http.send("chat/completions", &body).await?;
         let v: Value =
@@ -275,6 +275,30 @@ impl LlmClient for OpenAiChat {
     }
 }
 
+/// Whether OpenAI's strict mode can take the schema: every object closed
+/// (`additionalProperties: false`) with all its properties required. A
+/// schema with an open object (an agent step's free-form arguments) is sent
+/// non-strict, which strict mode would refuse.
+fn strict_compatible(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if map.get("type") == Some(&json!("object")) || map.contains_key("properties") {
+                let props = map.get("properties").and_then(Value::as_object);
+                let required = map.get("required").and_then(Value::as_array);
+                let all_required = props.is_none_or(|p| {
+                    p.keys().all(|k| required.is_some_and(|r| r.iter().any(|v| v.as_str() == Some(k))))
+                });
+                if map.get("additionalProperties") != Some(&json!(false)) || !all_required {
+                    return false;
+                }
+            }
+            map.values().all(strict_compatible)
+        }
+        Value::Array(items) => items.iter().all(strict_compatible),
+        _ => true,
+    }
+}
+
 /// Some models wrap JSON in a ```json fence even when asked not to.
 fn strip_code_fence(s: &str) -> &str {
     let t = s.trim();
@@ -295,5 +319,18 @@ mod tests {
         assert_eq!(wire_model("llama3"), "llama3");
         assert_eq!(strip_code_fence("```json\n{\"a\":1}\n```"), "{\"a\":1}");
         assert_eq!(strip_code_fence(" {\"a\":1} "), "{\"a\":1}");
+    }
+
+    #[test]
+    fn only_closed_schemas_are_strict() {
+        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "object", "properties": {}, "required": [], "additionalProperties": false}},
+                            "required": ["a", "b"], "additionalProperties": false});
+        assert!(strict_compatible(&closed));
+        let mut optional = closed.clone();
+        optional["required"] = json!(["a"]);
+        assert!(!strict_compatible(&optional));
+        let mut open = closed.clone();
+        open["properties"]["b"]["additionalProperties"] = json!(true);
+        assert!(!strict_compatible(&open));
     }
 }

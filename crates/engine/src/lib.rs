@@ -171,6 +171,7 @@ pub struct EngineBuilder {
     extractor: Option<Arc<dyn GraphExtractor>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     retrievers: RetrieverRegistry,
+    agentic: recall_retrievers::AgenticRetriever,
     sessions: Option<Arc<dyn SessionMemory>>,
 }
 
@@ -191,6 +192,7 @@ impl EngineBuilder {
             extractor: None,
             summarizer: None,
             retrievers: RetrieverRegistry::with_builtins(),
+            agentic: recall_retrievers::AgenticRetriever::default(),
             sessions: None,
         }
     }
@@ -224,11 +226,20 @@ impl EngineBuilder {
         self
     }
 
-    /// Registers a retriever for a search type, replacing the built-in one.
     /// Registers a retriever for a search type, replacing the built-in one
     /// (Cognee's `use_retriever`). Registration happens once, at build time.
     pub fn register_retriever(mut self, search_type: SearchType, retriever: Arc<dyn Retriever>) -> Self {
         self.retrievers.register(search_type, retriever);
+        self
+    }
+
+    /// Registers a tool AGENTIC_COMPLETION loops may offer their model
+    /// (docs/agentic.md, "Tools"), beside `load_skill` and `memory_search`;
+    /// a tool with the name of an earlier one replaces it. This resets
+    /// AGENTIC_COMPLETION to the built-in loop with every tool registered so far.
+    pub fn register_agent_tool(mut self, tool: Arc<dyn recall_retrievers::AgentTool>) -> Self {
+        self.agentic = self.agentic.with_tool(tool);
+        self.retrievers.register(SearchType::AgenticCompletion, Arc::new(self.agentic.clone()));
         self
     }
 

@@ -157,6 +157,18 @@ impl Engine {
         // A bad entry writes nothing, not even the dataset its name would create.
         entry.check()?;
         let dataset = self.writable(user, target).await?;
+        let recorded = self.store_skill_run(&dataset, &target.label(), session_id, entry).await?;
+        Ok((dataset, recorded))
+    }
+
+    /// Stores a checked run in `dataset` (the caller's right to is settled).
+    pub(crate) async fn store_skill_run(
+        &self,
+        dataset: &Dataset,
+        label: &str,
+        session_id: Option<&str>,
+        entry: SkillRunEntry,
+    ) -> Result<RecordedSkillRun> {
         let skill = match uuid::Uuid::parse_str(entry.selected_skill_id.trim()) {
             Ok(id) => {
                 self.graph.get_nodes(dataset.id, &[id]).await?.into_iter().find(|n| n.node_type == SKILL_NODE_TYPE)
@@ -168,7 +180,7 @@ impl Engine {
         let run = entry.into_run(&dataset.id.to_string(), session_id, name.as_deref())?;
         let task_text = run.payload.get("task_text").and_then(Value::as_str).unwrap_or_default().to_string();
         if !task_text.is_empty() {
-            self.check_collection_model(SKILL_RUN_TASK_TEXT, &target.label()).await?;
+            self.check_collection_model(SKILL_RUN_TASK_TEXT, label).await?;
         }
         let recorded = RecordedSkillRun {
             kind: "skill_run",
@@ -190,7 +202,7 @@ impl Engine {
             self.embed_and_upsert(dataset.id, SKILL_RUN_TASK_TEXT, &self.embedder.spec(), rows).await?;
         }
         self.bump_data_version(dataset.id).await?;
-        Ok((dataset, recorded))
+        Ok(recorded)
     }
 
     /// The dataset's recorded skill runs (each node's payload), oldest first

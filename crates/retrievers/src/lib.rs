@@ -3,6 +3,7 @@
 //! → `get_completion_from_context`), and the registry that maps a search type
 //! to its retriever.
 
+pub mod agentic;
 mod chunks;
 mod coding_rules;
 pub mod completion;
@@ -22,6 +23,7 @@ mod summaries;
 mod temporal;
 mod triplet;
 
+pub use agentic::{AgentCaller, AgentTool, AgenticRetriever, ToolContext};
 pub use chunks::ChunksRetriever;
 pub use coding_rules::CodingRulesRetriever;
 pub use cypher::{CypherRetriever, NaturalLanguageRetriever};

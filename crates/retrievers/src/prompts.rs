@@ -32,6 +32,8 @@ builtin!(
     "decompose_query.txt",
     "answer_from_subanswers.txt",
     "extract_query_time.txt",
+    "agentic_system.txt",
+    "agentic_user.txt",
 );
 
 pub const ANSWER_SIMPLE_QUESTION: &str = "answer_simple_question.txt";
@@ -48,6 +50,8 @@ pub const SEARCH_TYPE_SELECTOR: &str = "search_type_selector_prompt.txt";
 pub const DECOMPOSE_QUERY: &str = "decompose_query.txt";
 pub const ANSWER_FROM_SUBANSWERS: &str = "answer_from_subanswers.txt";
 pub const EXTRACT_QUERY_TIME: &str = "extract_query_time.txt";
+pub const AGENTIC_SYSTEM: &str = "agentic_system.txt";
+pub const AGENTIC_USER: &str = "agentic_user.txt";
 
 /// Whether `name` is a built-in template.
 pub fn is_builtin(name: &str) -> bool {

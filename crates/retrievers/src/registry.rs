@@ -6,7 +6,7 @@ use std::sync::Arc;
 use recall_core::{RecallError, Result, SearchType};
 
 use crate::{
-    ChunksRetriever, CodingRulesRetriever, CompletionRetriever, CypherRetriever,
+    AgenticRetriever, ChunksRetriever, CodingRulesRetriever, CompletionRetriever, CypherRetriever,
     GraphCompletionContextExtensionRetriever, GraphCompletionCotRetriever, GraphCompletionDecompositionRetriever,
     GraphCompletionRetriever, GraphSummaryCompletionRetriever, HybridRetriever, LexicalChunksRetriever,
     LexicalIndexCache, NaturalLanguageRetriever, Retriever, SkillsRetriever, SummariesRetriever, TemporalRetriever,
@@ -49,6 +49,7 @@ impl RetrieverRegistry {
         r.register(SearchType::CodingRules, Arc::new(CodingRulesRetriever));
         r.register(SearchType::Cypher, Arc::new(CypherRetriever));
         r.register(SearchType::NaturalLanguage, Arc::new(NaturalLanguageRetriever));
+        r.register(SearchType::AgenticCompletion, Arc::new(AgenticRetriever::default()));
         r
     }
 

@@ -26,6 +26,9 @@ pub struct DatasetPorts {
     /// Where the answer step reports its stage and tokens
     /// ([`completion::generate`] streams when the listener asks for deltas).
     pub events: Arc<dyn recall_core::RecallEvents>,
+    /// Who an AGENTIC_COMPLETION loop acts for on this dataset (set by the
+    /// engine for that type only; tool calls are checked against it).
+    pub caller: Option<crate::AgentCaller>,
 }
 
 impl DatasetPorts {

@@ -44,6 +44,7 @@ fn carries_conversation(t: SearchType) -> bool {
             | SearchType::HybridCompletion
             | SearchType::TripletCompletion
             | SearchType::Temporal
+            | SearchType::AgenticCompletion
     )
 }
 
@@ -131,6 +132,7 @@ impl Engine {
             llm: self.llm.clone(),
             data_version: self.data_version(dataset.id),
             events,
+            caller: None,
         }
     }
 
@@ -204,14 +206,17 @@ impl Engine {
         events: Arc<dyn RecallEvents>,
     ) -> Result<SearchResultPayload> {
         self.check_embedding_width(dataset.id).await?;
-        let ctx = self.retrieval_context(dataset, events);
+        let mut ctx = self.retrieval_context(dataset, events);
         let search_type = self.effective_type(&ctx, requested, request).await?;
         if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
             return Err(RecallError::SearchTypeDisabled(search_type));
         }
         let retriever = self.retrievers.get(search_type)?;
+        if search_type == SearchType::AgenticCompletion {
+            ctx.caller = Some(self.agent_caller(user, dataset, request).await?);
+        }
         let query = request.query_text.as_str();
-        let (steps, options) = match self.sessions.clone().filter(|_| carries_conversation(search_type)) {
+        let outcome = match self.sessions.clone().filter(|_| carries_conversation(search_type)) {
             Some(sessions) => {
                 // The types whose session turns merge a second, conversational retrieval.
                 let two_lanes = requested != SearchType::FeelingLucky
@@ -219,11 +224,15 @@ impl Engine {
                         search_type,
                         SearchType::GraphCompletion | SearchType::RagCompletion | SearchType::HybridCompletion
                     );
-                self.session_steps(sessions, user, dataset, &ctx, retriever.as_ref(), request, options, two_lanes)
-                    .await?
+                self.session_steps(sessions, user, dataset, &ctx, retriever.as_ref(), request, options, two_lanes).await
             }
-            None => (run_steps(&ctx, retriever.as_ref(), query, options).await?, Cow::Borrowed(options)),
+            None => run_steps(&ctx, retriever.as_ref(), query, options).await.map(|s| (s, Cow::Borrowed(options))),
         };
+        // The runs of the skills an agentic loop loaded, failed loops included.
+        if let Some(caller) = &ctx.caller {
+            self.record_agent_runs(dataset, caller).await;
+        }
+        let (steps, options) = outcome?;
         let Steps { objects, context, completion, preview } = steps;
         let evidence = if options.search.include_references {
             retriever.get_context_evidence(&ctx, &objects, &options).await?

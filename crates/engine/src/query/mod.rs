@@ -3,6 +3,7 @@
 //! per-dataset fan-out through the retriever registry, and result
 //! normalisation (docs/recall.md).
 
+pub(crate) mod agentic;
 pub mod dataset_routing;
 pub(crate) mod fan_out;
 pub(crate) mod graph_lane;

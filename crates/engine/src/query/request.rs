@@ -200,7 +200,8 @@ impl RecallRequest {
             recall_retrievers::schema::compile(schema)?;
         }
         let rsc = &o.retriever_specific_config;
-        if rsc.get("skills").is_some_and(truthy) || rsc.get("tools").is_some_and(|v| !v.is_null()) {
+        let agentic = self.query_type == Some(recall_core::SearchType::AgenticCompletion);
+        if !agentic && (rsc.get("skills").is_some_and(truthy) || rsc.get("tools").is_some_and(|v| !v.is_null())) {
             return Err(RecallError::UnsupportedSearchType(
                 "Unsupported search type: skills/tools are supported only with SearchType.AGENTIC_COMPLETION".into(),
             ));

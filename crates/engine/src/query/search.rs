@@ -124,8 +124,8 @@ impl SearchRequest {
                 message: "code_query requires query_type=SearchType.CODE.".into(),
             });
         }
-        let listed = |v: &Option<Vec<String>>| v.as_ref().is_some_and(|l| !l.is_empty());
-        if (listed(&self.skills) || listed(&self.tools)) && self.query_type != SearchType::AgenticCompletion {
+        // An empty list counts as given.
+        if (self.skills.is_some() || self.tools.is_some()) && self.query_type != SearchType::AgenticCompletion {
             return Err(RecallError::Validation {
                 name: "InvalidAgenticSearchConfig",
                 message: "skills/tools require query_type=SearchType.AGENTIC_COMPLETION.".into(),
@@ -153,6 +153,11 @@ impl SearchRequest {
         }
         if let Some(n) = self.max_iter {
             options.retriever_specific_config.entry("max_iter").or_insert(json!(n));
+        }
+        for (key, names) in [("skills", &self.skills), ("tools", &self.tools)] {
+            if let Some(names) = names {
+                options.retriever_specific_config.entry(key).or_insert(json!(names));
+            }
         }
         let ids_given = self.dataset_ids.as_ref().is_some_and(|ids| !ids.is_empty());
         RecallRequest {
@@ -212,7 +217,7 @@ impl Engine {
                 return Err(scope_error("InvalidSkillsDatasetScope", "SKILLS"))
             }
             SearchType::AgenticCompletion if !request.single_dataset_reference() => {
-                return Err(scope_error("InvalidAgenticDatasetScope", "AGENTIC_COMPLETION"))
+                return Err(scope_error("InvalidAgenticDatasetScope", "Agentic skill"))
             }
             _ => {}
         }

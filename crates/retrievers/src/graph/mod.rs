@@ -2,7 +2,7 @@
 //! GRAPH_COMPLETION_COT, GRAPH_COMPLETION_CONTEXT_EXTENSION,
 //! GRAPH_SUMMARY_COMPLETION and GRAPH_COMPLETION_DECOMPOSITION.
 
-mod evidence;
+pub(crate) mod evidence;
 pub mod render;
 pub mod search;
 
