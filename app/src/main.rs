@@ -98,6 +98,10 @@ enum Command {
         #[arg(long)]
         port: Option<u16>,
     },
+    /// Serve the MCP tools (docs/mcp.md) over standard input and output,
+    /// acting for the user of `--user`, until the client disconnects.
+    #[cfg(feature = "mcp")]
+    Mcp,
     /// The legacy search entry: the same options as `recall`, with
     /// GRAPH_COMPLETION as the default type instead of automatic routing.
     Search(SearchArgs),
@@ -513,6 +517,11 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Search(args) => legacy_search(who, args.search_request()?).await,
         #[cfg(feature = "server")]
         Command::Serve { host, port } => recall::serve::serve(&settings, host.as_deref(), port).await,
+        #[cfg(feature = "mcp")]
+        Command::Mcp => {
+            let (engine, user) = who.writer().await?;
+            recall_mcp::RecallMcp::new(engine, user, mcp_config()?).serve_stdio().await
+        }
         Command::Session(command) => session_cmd::run(who.reader().await?, command).await,
         Command::Eval(args) => eval(&settings, cli.user.as_deref(), args).await,
         Command::History { json } => {
@@ -766,6 +775,30 @@ impl Who<'_> {
             DatasetRef::Id(_) => RecallError::permission_denied(Permission::Read),
         })
     }
+}
+
+/// The MCP server's settings, under cognee-mcp's variable names.
+#[cfg(feature = "mcp")]
+fn mcp_config() -> Result<recall_mcp::McpConfig> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let agent_scoped = var("COGNEE_MCP_AGENT_SCOPED")
+        .is_none_or(|v| !matches!(v.trim().to_lowercase().as_str(), "false" | "0" | "no"));
+    let recall_system_prompt =
+        match (var("COGNEE_MCP_RECALL_SYSTEM_PROMPT"), var("COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE")) {
+            (Some(inline), _) => Some(inline.trim().to_string()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(&path)
+                    .map_err(|e| {
+                        RecallError::invalid_input(format!(
+                            "cannot read COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE '{path}': {e}"
+                        ))
+                    })?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+    Ok(recall_mcp::McpConfig { agent_scoped, recall_system_prompt })
 }
 
 /// The first line of standard input, without its line end.
