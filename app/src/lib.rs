@@ -280,6 +280,31 @@ fn redact_url(url: &str) -> String {
     }
 }
 
+/// The MCP server's settings (`recall mcp` and `/mcp`), under cognee-mcp's
+/// variable names.
+#[cfg(feature = "mcp")]
+pub fn mcp_config() -> Result<recall_mcp::McpConfig> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let agent_scoped = var("COGNEE_MCP_AGENT_SCOPED")
+        .is_none_or(|v| !matches!(v.trim().to_lowercase().as_str(), "false" | "0" | "no"));
+    let recall_system_prompt =
+        match (var("COGNEE_MCP_RECALL_SYSTEM_PROMPT"), var("COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE")) {
+            (Some(inline), _) => Some(inline.trim().to_string()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(&path)
+                    .map_err(|e| {
+                        RecallError::invalid_input(format!(
+                            "cannot read COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE '{path}': {e}"
+                        ))
+                    })?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+    Ok(recall_mcp::McpConfig { agent_scoped, recall_system_prompt })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

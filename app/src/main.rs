@@ -520,7 +520,7 @@ async fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "mcp")]
         Command::Mcp => {
             let (engine, user) = who.writer().await?;
-            recall_mcp::RecallMcp::new(engine, user, mcp_config()?).serve_stdio().await
+            recall_mcp::RecallMcp::new(engine, user, recall::mcp_config()?).serve_stdio().await
         }
         Command::Session(command) => session_cmd::run(who.reader().await?, command).await,
         Command::Eval(args) => eval(&settings, cli.user.as_deref(), args).await,
@@ -775,30 +775,6 @@ impl Who<'_> {
             DatasetRef::Id(_) => RecallError::permission_denied(Permission::Read),
         })
     }
-}
-
-/// The MCP server's settings, under cognee-mcp's variable names.
-#[cfg(feature = "mcp")]
-fn mcp_config() -> Result<recall_mcp::McpConfig> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let agent_scoped = var("COGNEE_MCP_AGENT_SCOPED")
-        .is_none_or(|v| !matches!(v.trim().to_lowercase().as_str(), "false" | "0" | "no"));
-    let recall_system_prompt =
-        match (var("COGNEE_MCP_RECALL_SYSTEM_PROMPT"), var("COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE")) {
-            (Some(inline), _) => Some(inline.trim().to_string()),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(&path)
-                    .map_err(|e| {
-                        RecallError::invalid_input(format!(
-                            "cannot read COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE '{path}': {e}"
-                        ))
-                    })?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
-    Ok(recall_mcp::McpConfig { agent_scoped, recall_system_prompt })
 }
 
 /// The first line of standard input, without its line end.

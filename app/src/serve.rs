@@ -47,7 +47,29 @@ pub fn server_config(settings: &Settings) -> Result<ServerConfig> {
     config.body_limit = settings.max_body_mb.max(1).saturating_mul(1 << 20);
     config.request_timeout = Duration::from_secs(settings.request_timeout_seconds.max(1));
     config.answer_streaming = settings.llm_answer_streaming;
+    config.mcp = crate::mcp_config()?;
     Ok(config)
+}
+
+/// The `Host` values `/mcp` accepts: on a loopback address, the loopback
+/// names and `MCP_ALLOWED_HOSTS` (comma-separated; a `:*` port glob means any
+/// port); elsewhere `MCP_ALLOWED_HOSTS` alone, or any host when it is unset
+/// (every MCP request is authenticated like the rest of the API).
+fn mcp_allowed_hosts(bind: &str, extra: Option<&str>) -> Option<Vec<String>> {
+    let extra: Vec<String> = extra
+        .unwrap_or_default()
+        .split(',')
+        .map(|h| h.trim().trim_end_matches(":*").to_string())
+        .filter(|h| !h.is_empty())
+        .collect();
+    let loopback = matches!(bind, "127.0.0.1" | "localhost" | "::1" | "[::1]");
+    if loopback {
+        let mut hosts: Vec<String> = recall_server::LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+        hosts.extend(extra);
+        Some(hosts)
+    } else {
+        (!extra.is_empty()).then_some(extra)
+    }
 }
 
 /// Builds the engine and serves until SIGINT or SIGTERM.
@@ -57,8 +79,10 @@ pub async fn serve(settings: &Settings, host: Option<&str>, port: Option<u16>) -
     let default_user = caller(&engine, settings, None, true)
         .await?
         .ok_or_else(|| RecallError::backend_msg("the default user could not be created"))?;
-    let state = AppState::prepare(engine, config, default_user).await?;
     let host = host.unwrap_or(settings.http_api_host.trim());
+    let mut config = config;
+    config.mcp_allowed_hosts = mcp_allowed_hosts(host, std::env::var("MCP_ALLOWED_HOSTS").ok().as_deref());
+    let state = AppState::prepare(engine, config, default_user).await?;
     let port = port.unwrap_or(settings.http_api_port);
     let listener = tokio::net::TcpListener::bind((host, port))
         .await
@@ -73,6 +97,17 @@ pub async fn serve(settings: &Settings, host: Option<&str>, port: Option<u16>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_hosts_follow_the_bind_address() {
+        let on_loopback = mcp_allowed_hosts("127.0.0.1", Some("mem.example.com:*, "));
+        assert_eq!(
+            on_loopback,
+            Some(vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "mem.example.com".into()])
+        );
+        assert_eq!(mcp_allowed_hosts("0.0.0.0", None), None);
+        assert_eq!(mcp_allowed_hosts("0.0.0.0", Some("a.example:8000")), Some(vec!["a.example:8000".to_string()]));
+    }
 
     #[test]
     fn posture_switches_read_true_only() {

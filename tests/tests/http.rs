@@ -1285,3 +1285,85 @@ async fn agentic_completion_over_search_runs_its_loop_on_one_dataset() {
     assert!(error.to_string().contains("max_iter must be a positive integer."), "{error}");
     server.stop().await;
 }
+
+/// One MCP message over the streamable HTTP transport: the status, the
+/// session id the server gave, and the JSON-RPC answer (from an SSE
+/// `data:` frame or a JSON body; `None` for an accepted notification).
+async fn mcp_post(
+    client: &Client,
+    server: &Server,
+    key: Option<&str>,
+    session: Option<&str>,
+    message: Value,
+) -> (StatusCode, Option<String>, Option<Value>) {
+    let mut request = client
+        .post(server.url("/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&message);
+    if let Some(key) = key {
+        request = request.header("X-Api-Key", key);
+    }
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().await.unwrap();
+    let answer = serde_json::from_str::<Value>(&text).ok().or_else(|| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
+    });
+    (status, session, answer)
+}
+
+#[tokio::test]
+async fn mcp_over_http_acts_for_the_authenticated_caller() {
+    let server = Server::start(|_| {}).await;
+    let client = Client::new();
+    let ann = server.key_for("ann@example.com").await;
+    let bob = server.key_for("bob@example.com").await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "Web Agent", "version": "1"}}});
+
+    // The same authentication as the REST API.
+    let (status, _, _) = mcp_post(&client, &server, None, None, init.clone()).await;
+    assert_eq!(status, 401);
+
+    let mut sessions = Vec::new();
+    for key in [&ann, &bob] {
+        let (status, session, answer) = mcp_post(&client, &server, Some(key), None, init.clone()).await;
+        assert_eq!(status, 200, "{answer:?}");
+        assert_eq!(answer.unwrap()["result"]["serverInfo"]["name"], "Recall");
+        let session = session.expect("a session id");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, _) = mcp_post(&client, &server, Some(key), Some(&session), initialized).await;
+        assert!(status.is_success(), "{status}");
+        sessions.push(session);
+    }
+    let call = |id: u64, tool: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let fact = "The night ferry leaves the harbour at eleven.";
+    let (_, _, stored) =
+        mcp_post(&client, &server, Some(&ann), Some(&sessions[0]), call(2, "remember", json!({"data": fact}))).await;
+    let stored = stored.unwrap();
+    assert_eq!(
+        stored["result"]["content"][0]["text"],
+        "Stored permanently in knowledge graph (dataset=web_agent_memory, status=completed).",
+        "{stored}"
+    );
+    let recall = call(3, "recall", json!({"query": "When does the ferry leave?", "search_type": "CHUNKS"}));
+    let (_, _, found) = mcp_post(&client, &server, Some(&ann), Some(&sessions[0]), recall.clone()).await;
+    let text = found.unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(text.contains("The night ferry leaves the harbour at eleven."), "{text}");
+    // Another user sees nothing of it.
+    let (_, _, other) = mcp_post(&client, &server, Some(&bob), Some(&sessions[1]), recall).await;
+    let other = other.unwrap();
+    assert!(!other.to_string().contains("night ferry"), "{other}");
+    let (_, _, listed) =
+        mcp_post(&client, &server, Some(&bob), Some(&sessions[1]), call(4, "list_datasets", json!({}))).await;
+    assert_eq!(listed.unwrap()["result"]["structuredContent"]["datasets"], json!([]));
+    server.stop().await;
+}

@@ -49,7 +49,7 @@ impl Default for McpConfig {
 
 /// What background remembers left: how many run per dataset, and their errors.
 #[derive(Default)]
-struct Background {
+pub(crate) struct Background {
     running: Mutex<HashMap<String, usize>>,
     errors: Mutex<HashMap<String, VecDeque<(String, String)>>>,
 }
@@ -89,19 +89,94 @@ impl Background {
     }
 }
 
-/// The server: the engine, the caller every tool acts for, and what
-/// background remembers left.
+/// Who the tools act for.
+#[derive(Clone)]
+enum CallerSource {
+    /// One user for the whole connection (stdio).
+    Fixed(User),
+    /// The user the HTTP server authenticated for each request, as an
+    /// [`HttpCaller`] in the request's extensions.
+    PerRequest,
+}
+
+/// The authenticated user of an MCP request over HTTP: the server's
+/// authentication puts it into the request's extensions before the request
+/// reaches [`RecallMcp::streamable_http`]'s service.
+#[derive(Debug, Clone)]
+pub struct HttpCaller(pub User);
+
+/// One tool call in progress: the engine and the caller it acts for.
+pub(crate) struct Acting<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) user: User,
+    pub(crate) config: &'a McpConfig,
+    pub(crate) background: &'a Arc<Background>,
+}
+
+/// The server: the engine, who the tools act for, and what background
+/// remembers left.
 #[derive(Clone)]
 pub struct RecallMcp {
     engine: Engine,
-    user: User,
+    caller: CallerSource,
     config: Arc<McpConfig>,
     background: Arc<Background>,
 }
 
+/// How the HTTP transport checks the `Host` header (DNS-rebinding
+/// protection): `None` accepts any host (a server bound to a public
+/// address, where every request is authenticated anyway).
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Cancelled when the server shuts down: open MCP streams end.
+    pub shutdown: tokio_util::sync::CancellationToken,
+}
+
 impl RecallMcp {
+    /// A server whose every call acts for `user` (stdio).
     pub fn new(engine: Engine, user: User, config: McpConfig) -> Self {
-        Self { engine, user, config: Arc::new(config), background: Arc::default() }
+        Self { engine, caller: CallerSource::Fixed(user), config: Arc::new(config), background: Arc::default() }
+    }
+
+    /// The streamable HTTP transport as a tower service, to mount at
+    /// `/mcp` behind the server's authentication: each request acts for its
+    /// [`HttpCaller`]; a request without one is refused.
+    pub fn streamable_http(
+        engine: Engine,
+        config: McpConfig,
+        options: HttpOptions,
+    ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+        RecallMcp,
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    > {
+        use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+        let server =
+            Self { engine, caller: CallerSource::PerRequest, config: Arc::new(config), background: Arc::default() };
+        let mut http = StreamableHttpServerConfig::default().with_cancellation_token(options.shutdown);
+        http = match options.allowed_hosts {
+            Some(hosts) => http.with_allowed_hosts(hosts),
+            None => http.disable_allowed_hosts(),
+        };
+        rmcp::transport::streamable_http_server::StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::default(),
+            http,
+        )
+    }
+
+    /// The caller of one request.
+    fn acting(&self, context: &RequestContext<RoleServer>) -> Result<Acting<'_>, McpError> {
+        let user = match &self.caller {
+            CallerSource::Fixed(user) => user.clone(),
+            CallerSource::PerRequest => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<HttpCaller>())
+                .map(|c| c.0.clone())
+                .ok_or_else(|| McpError::invalid_request("this MCP request carries no authenticated user", None))?,
+        };
+        Ok(Acting { engine: &self.engine, user, config: &self.config, background: &self.background })
     }
 
     /// Serves MCP over standard input and output until the client closes
@@ -144,6 +219,7 @@ impl ServerHandler for RecallMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        tools::call(self, request, context).await.map(CallToolResponse::from)
+        let acting = self.acting(&context)?;
+        tools::call(&acting, request, context).await.map(CallToolResponse::from)
     }
 }

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::format::{self, MemoryState};
-use crate::{RecallMcp, DEFAULT_DATASET};
+use crate::{Acting, DEFAULT_DATASET};
 
 /// The largest file `remember` takes (decoded).
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
@@ -160,7 +160,7 @@ fn csv(list: Option<&str>) -> Option<Vec<String>> {
 }
 
 pub(crate) async fn call(
-    server: &RecallMcp,
+    server: &Acting<'_>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, McpError> {
@@ -184,7 +184,7 @@ pub(crate) async fn call(
 }
 
 /// The dataset `remember` and `cognify_status` use when none is named.
-fn default_dataset(server: &RecallMcp, context: &RequestContext<RoleServer>) -> String {
+fn default_dataset(server: &Acting<'_>, context: &RequestContext<RoleServer>) -> String {
     if !server.config.agent_scoped {
         return DEFAULT_DATASET.to_string();
     }
@@ -255,7 +255,7 @@ impl RememberProgress for Notify {
 }
 
 async fn remember(
-    server: &RecallMcp,
+    server: &Acting<'_>,
     args: RememberArgs,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, McpError> {
@@ -304,7 +304,7 @@ async fn remember(
     };
     let dataset =
         args.dataset_name.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| default_dataset(server, context));
-    let engine = &server.engine;
+    let engine = server.engine;
     let user = &server.user;
 
     if let Some(session_id) = args.session_id.as_deref() {
@@ -385,7 +385,7 @@ fn recall_top_k(value: Option<&Value>) -> Result<i64, &'static str> {
     }
 }
 
-async fn recall(server: &RecallMcp, args: RecallArgs) -> Result<CallToolResult, McpError> {
+async fn recall(server: &Acting<'_>, args: RecallArgs) -> Result<CallToolResult, McpError> {
     let top_k = match recall_top_k(args.top_k.as_ref()) {
         Ok(k) => k,
         Err(message) => return Ok(refusal(format!("Error: {message}"))),
@@ -426,7 +426,7 @@ async fn recall(server: &RecallMcp, args: RecallArgs) -> Result<CallToolResult, 
 
 /// Why a recall found nothing: a background remember still running, else
 /// the latest pipeline runs of the datasets (bounded in time).
-async fn empty_state(server: &RecallMcp, datasets: &[String]) -> MemoryState {
+async fn empty_state(server: &Acting<'_>, datasets: &[String]) -> MemoryState {
     if server.background.running_for(datasets) {
         return MemoryState::Indexing;
     }
@@ -467,7 +467,7 @@ struct SearchArgs {
     max_iter: Option<i64>,
 }
 
-async fn search(server: &RecallMcp, args: SearchArgs) -> Result<CallToolResult, McpError> {
+async fn search(server: &Acting<'_>, args: SearchArgs) -> Result<CallToolResult, McpError> {
     let query_type = match args.search_type.trim().to_uppercase().parse::<SearchType>() {
         Ok(t) => t,
         Err(e) => return Ok(failure("Search", &e)),
@@ -509,8 +509,8 @@ fn uuid_of(s: &str) -> Result<uuid::Uuid, String> {
     uuid::Uuid::parse_str(s.trim()).map_err(|e| format!("Error: invalid UUID ({e})."))
 }
 
-async fn forget(server: &RecallMcp, args: ForgetArgs) -> Result<CallToolResult, McpError> {
-    let (engine, user) = (&server.engine, &server.user);
+async fn forget(server: &Acting<'_>, args: ForgetArgs) -> Result<CallToolResult, McpError> {
+    let (engine, user) = (server.engine, &server.user);
     if args.everything {
         return Ok(match engine.forget_everything(user).await {
             Ok(_) => text("All data deleted (status=success)."),
@@ -560,7 +560,7 @@ struct StatusArgs {
 }
 
 async fn cognify_status(
-    server: &RecallMcp,
+    server: &Acting<'_>,
     args: StatusArgs,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, McpError> {
@@ -617,7 +617,7 @@ struct CodeSearchArgs {
     arguments: Option<Value>,
 }
 
-async fn list_datasets(server: &RecallMcp) -> Result<CallToolResult, McpError> {
+async fn list_datasets(server: &Acting<'_>) -> Result<CallToolResult, McpError> {
     Ok(match server.engine.datasets(&server.user).await {
         Ok(listing) => {
             let rows: Vec<Value> = listing
@@ -644,7 +644,7 @@ struct FeedbackArgs {
     text: Option<String>,
 }
 
-async fn session_feedback(server: &RecallMcp, args: FeedbackArgs) -> Result<CallToolResult, McpError> {
+async fn session_feedback(server: &Acting<'_>, args: FeedbackArgs) -> Result<CallToolResult, McpError> {
     if !(1..=5).contains(&args.score) {
         return Ok(refusal("Error: score must be an integer from 1 to 5."));
     }

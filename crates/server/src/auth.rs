@@ -200,6 +200,25 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// The middleware in front of `/mcp`: the request's caller, as for every
+/// other route (401 when authentication is required and missing), handed
+/// to the MCP service in the request's extensions.
+pub async fn mcp_caller(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (mut parts, body) = request.into_parts();
+    match Caller::from_request_parts(&mut parts, &state).await {
+        Ok(Caller(user)) => {
+            parts.extensions.insert(recall_mcp::HttpCaller(user));
+            next.run(axum::extract::Request::from_parts(parts, body)).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
 /// A request that must carry a real credential, whatever the posture.
 pub struct Authenticated(pub User);
 

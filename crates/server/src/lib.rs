@@ -67,6 +67,11 @@ pub struct ServerConfig {
     pub drain_timeout: Duration,
     /// Reported by `/health`.
     pub version: String,
+    /// The MCP tools at `/mcp` (docs/mcp.md).
+    pub mcp: recall_mcp::McpConfig,
+    /// The `Host` values `/mcp` accepts (DNS-rebinding protection); `None`
+    /// accepts any (every request is authenticated anyway).
+    pub mcp_allowed_hosts: Option<Vec<String>>,
 }
 
 impl Default for ServerConfig {
@@ -94,9 +99,14 @@ impl ServerConfig {
             answer_streaming: false,
             drain_timeout: Duration::from_secs(8),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            mcp: recall_mcp::McpConfig::default(),
+            mcp_allowed_hosts: Some(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect()),
         }
     }
 }
+
+/// The hosts `/mcp` accepts by default: a server on a loopback address.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -110,6 +120,8 @@ struct Inner {
     default_user: User,
     started: Instant,
     background: TaskTracker,
+    /// Cancelled at shutdown: open MCP streams end.
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
@@ -132,6 +144,7 @@ impl AppState {
                 default_user,
                 started: Instant::now(),
                 background: TaskTracker::new(),
+                shutdown: tokio_util::sync::CancellationToken::new(),
             }),
         })
     }
@@ -220,7 +233,19 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::outside_api())
         .nest("/api/v1", routes::api())
         .split_for_parts();
+    let mcp = recall_mcp::RecallMcp::streamable_http(
+        state.engine().clone(),
+        config.mcp.clone(),
+        recall_mcp::HttpOptions {
+            allowed_hosts: config.mcp_allowed_hosts.clone(),
+            shutdown: state.inner.shutdown.child_token(),
+        },
+    );
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::mcp_caller));
     routes
+        .merge(mcp)
         .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
         .fallback(routes::not_found)
         .method_not_allowed_fallback(|| async {
@@ -243,6 +268,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(state.clone());
+    let streams = state.inner.shutdown.clone();
+    let shutdown = async move {
+        shutdown.await;
+        // Open MCP streams would hold the graceful shutdown forever.
+        streams.cancel();
+    };
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     state.drain().await;
     Ok(())
