@@ -348,6 +348,13 @@ struct SearchArgs {
     /// default: every tool).
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
+    /// The tools lane: a configured SQL connection to ask, by name
+    /// (repeatable; default: every one; docs/tools-lane.md).
+    #[arg(long = "tool-connection", value_name = "NAME")]
+    tool_connections: Vec<String>,
+    /// The tools lane: `always` (default) or `on_empty`.
+    #[arg(long, default_value = "always")]
+    tools_trigger: String,
     /// AGENTIC_COMPLETION: steps before the answer is forced (default 6).
     #[arg(long, allow_negative_numbers = true)]
     max_iter: Option<i64>,
@@ -441,6 +448,8 @@ impl SearchArgs {
             options: self.options()?,
             auto_route: !self.no_auto_route,
             scope: non_empty(std::mem::take(&mut self.scope)),
+            tool_connections: non_empty(std::mem::take(&mut self.tool_connections)),
+            tools_trigger: std::mem::take(&mut self.tools_trigger),
             ..RecallRequest::new(std::mem::take(&mut self.query))
         };
         Ok((request, Output { json: self.json, explain: self.explain }))

@@ -471,3 +471,98 @@ fn a_model_change_is_caught_and_reembed_repairs_it() {
     let out = recall_with(d, &["recall", "bees", "--type", "CHUNKS"], "", &hashing);
     assert!(stderr(&out).contains("EmbeddingModelMismatchError"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_tools_lane_reads_its_settings_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = recall(d, &["remember", "--dataset", "docs", "--text", "Ann lives in Oslo."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = |env: &[(&str, String)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_recall"));
+        c.arg("--data-dir").arg(d).args(["recall", "Who lives in Oslo?", "--scope", "tools", "--json"]);
+        c.env_remove("LLM_API_KEY").env_remove("TOOL_CALLS_ENABLED").env_remove("TOOL_SQL_CONNECTIONS");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // Off by default.
+    let o = run(&[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("[ToolCallsDisabledError] (HTTP 422)"), "{}", stderr(&o));
+    // On, over a configured SQLite file (here Recall's own, named on purpose): without an
+    // LLM no SQL can be written, and the entry says so.
+    let dsn = format!("sqlite://{}", d.join("recall.db").display());
+    let o = run(&[("TOOL_CALLS_ENABLED", "true".into()), ("TOOL_SQL_CONNECTIONS", format!(r#"{{"own": "{dsn}"}}"#))]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(results[0]["source"], "tools", "{results}");
+    assert_eq!(results[0]["success"], false);
+    assert!(
+        results[0]["text"].as_str().unwrap().starts_with("[own] text-to-SQL failed: SQL generation failed:"),
+        "{results}"
+    );
+    assert_eq!(results[0]["structured"]["attempts"], 3);
+    // A bad setting is refused at start.
+    let o = run(&[("TOOL_CALLS_ENABLED", "true".into()), ("TOOL_SQL_CONNECTIONS", "[1]".into())]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("TOOL_SQL_CONNECTIONS must be a JSON object"), "{}", stderr(&o));
+}
+
+/// A chat server for one test: `AgentStep` calls get the steps in turn,
+/// every other call `{}`; its base URL.
+fn agent_llm(steps: Vec<String>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let steps = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(steps)));
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                    let steps = steps.clone();
+                    async move {
+                        let step = body["response_format"]["json_schema"]["name"] == "AgentStep";
+                        let reply = if step { steps.lock().unwrap().pop_front() } else { None };
+                        let content = reply.unwrap_or_else(|| "{}".to_string());
+                        axum::Json(
+                            serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]}),
+                        )
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+#[test]
+fn agentic_completion_answers_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = recall(d, &["remember", "--dataset", "ops", "--text", "Backups run every night at two."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let endpoint = agent_llm(vec![
+        serde_json::json!({"tool_call": {"tool_name": "memory_search", "arguments": {"query": "backups"}}}).to_string(),
+        serde_json::json!({"final_answer": "Every night at two."}).to_string(),
+    ]);
+    let o = Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data-dir")
+        .arg(d)
+        .args(["search", "When do backups run?", "-t", "AGENTIC_COMPLETION", "-d", "ops", "--max-iter", "3"])
+        .env("LLM_API_KEY", "sk-test")
+        .env("LLM_ENDPOINT", &endpoint)
+        // A key alone would switch the embedder to the endpoint's; keep the built-in one.
+        .env("EMBEDDING_PROVIDER", "local")
+        .env_remove("RECALL_USER")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(results[0]["dataset_name"], "ops", "{results}");
+    assert_eq!(results[0]["search_result"], serde_json::json!(["Every night at two."]));
+}

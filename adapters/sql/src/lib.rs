@@ -7,6 +7,7 @@ mod graph;
 mod relational;
 mod schema;
 mod sessions;
+mod tools;
 
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ pub use graph::SqlGraphStore;
 pub use relational::SqlRelationalStore;
 pub use schema::Migrator;
 pub use sessions::SqlSessionStore;
+pub use tools::SqlToolConnector;
 
 /// Maps a driver error into the domain's backend error.
 pub(crate) fn db_err(err: DbErr) -> RecallError {

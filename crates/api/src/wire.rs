@@ -21,9 +21,6 @@ pub struct RecallBody {
     /// Accepted for compatibility; it changes nothing.
     #[serde(default)]
     pub verbose: bool,
-    /// The tools lane's connections (the tools lane is not part of Recall).
-    #[serde(default, alias = "toolConnections")]
-    pub tool_connections: Option<Vec<String>>,
 }
 
 /// `POST /api/v1/search`'s body is the engine's request itself.
@@ -67,7 +64,7 @@ mod tests {
         assert_eq!(body.request.query_text, "q");
         assert_eq!(body.request.query_type, Some(SearchType::Chunks));
         assert_eq!(body.request.options.top_k, Some(2));
-        assert_eq!((body.stream, body.tool_connections), (Some(true), Some(vec!["db".to_string()])));
+        assert_eq!((body.stream, body.request.tool_connections), (Some(true), Some(vec!["db".to_string()])));
         let plain: RecallBody = serde_json::from_value(json!({"query": "q"})).unwrap();
         assert_eq!((plain.stream, plain.verbose), (None, false));
         assert!(serde_json::from_value::<RecallBody>(json!({"stream": true})).is_err(), "the query is required");

@@ -78,6 +78,8 @@ pub struct EngineConfig {
     pub credentials: CredentialsConfig,
     /// `IMPROVE_FEEDBACK_ALPHA` (0, 1]: how far one rating moves an element's weight.
     pub improve_feedback_alpha: f64,
+    /// The recall "tools" lane: text-to-SQL over the deployment's databases (docs/tools-lane.md).
+    pub tools: recall_core::tools::ToolSettings,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +101,7 @@ impl Default for EngineConfig {
             prompt_dirs: Vec::new(),
             credentials: CredentialsConfig::default(),
             improve_feedback_alpha: ingest::improve::DEFAULT_FEEDBACK_ALPHA,
+            tools: recall_core::tools::ToolSettings::default(),
         }
     }
 }
@@ -125,6 +128,8 @@ pub struct Engine {
     /// The embedder for questions: remembers recent query vectors, so a
     /// recall embeds its question once (routing, then every dataset).
     pub(crate) query_embedder: Arc<dyn Embedder>,
+    /// Opens the tools lane's databases (`None`: the lane has no driver).
+    pub(crate) sql_connector: Option<Arc<dyn recall_core::tools::SqlConnector>>,
     /// API keys that authenticated recently (docs/auth.md).
     pub(crate) verified_keys: credentials::VerifiedKeys,
     pub(crate) key_stamps: credentials::KeyStamps,
@@ -173,6 +178,7 @@ pub struct EngineBuilder {
     retrievers: RetrieverRegistry,
     agentic: recall_retrievers::AgenticRetriever,
     sessions: Option<Arc<dyn SessionMemory>>,
+    sql_connector: Option<Arc<dyn recall_core::tools::SqlConnector>>,
 }
 
 impl EngineBuilder {
@@ -193,6 +199,7 @@ impl EngineBuilder {
             summarizer: None,
             retrievers: RetrieverRegistry::with_builtins(),
             agentic: recall_retrievers::AgenticRetriever::default(),
+            sql_connector: None,
             sessions: None,
         }
     }
@@ -218,6 +225,12 @@ impl EngineBuilder {
 
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// The driver of the tools lane's SQL databases (docs/tools-lane.md).
+    pub fn sql_connector(mut self, connector: Arc<dyn recall_core::tools::SqlConnector>) -> Self {
+        self.sql_connector = Some(connector);
         self
     }
 
@@ -281,6 +294,7 @@ impl EngineBuilder {
             versions: Default::default(),
             warm_cache: moka::future::Cache::builder().max_capacity(1024).time_to_live(warmup_ttl).build(),
             sessions: self.sessions,
+            sql_connector: self.sql_connector,
         })
     }
 }

@@ -17,6 +17,7 @@ pub mod search_type;
 pub mod secret;
 pub mod session;
 pub mod text;
+pub mod tools;
 
 pub use access::{DatasetAccess, DatasetRef, Grant, Permission};
 pub use credentials::{ApiKey, NewApiKey};

@@ -34,6 +34,7 @@ builtin!(
     "extract_query_time.txt",
     "agentic_system.txt",
     "agentic_user.txt",
+    "text_to_sql_system.txt",
 );
 
 pub const ANSWER_SIMPLE_QUESTION: &str = "answer_simple_question.txt";
@@ -52,6 +53,7 @@ pub const ANSWER_FROM_SUBANSWERS: &str = "answer_from_subanswers.txt";
 pub const EXTRACT_QUERY_TIME: &str = "extract_query_time.txt";
 pub const AGENTIC_SYSTEM: &str = "agentic_system.txt";
 pub const AGENTIC_USER: &str = "agentic_user.txt";
+pub const TEXT_TO_SQL_SYSTEM: &str = "text_to_sql_system.txt";
 
 /// Whether `name` is a built-in template.
 pub fn is_builtin(name: &str) -> bool {

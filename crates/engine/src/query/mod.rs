@@ -15,3 +15,4 @@ pub(crate) mod request;
 pub mod scope;
 pub(crate) mod search;
 pub(crate) mod session_turn;
+pub mod tools_lane;

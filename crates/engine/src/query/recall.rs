@@ -161,10 +161,8 @@ impl Engine {
                     if request.tools_trigger == "on_empty" && !merged.is_empty() {
                         continue;
                     }
-                    return Err(RecallError::Validation {
-                        name: "ToolCallsDisabledError",
-                        message: "Recall scope 'tools' requested but tool calls are disabled. Set TOOL_CALLS_ENABLED=true and register a connection with cognee.tools.register_sql_connection(...) to enable it.".into(),
-                    });
+                    run.explain.lanes.push(lane.name().into());
+                    merged.extend(self.tools_lane(request).await?);
                 }
                 // The code graph (Enola) is not part of Recall: CODE has no retriever.
                 Lane::Code => return Err(RecallError::unsupported_search_type(SearchType::Code)),

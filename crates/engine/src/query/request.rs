@@ -45,6 +45,9 @@ pub struct RecallRequest {
     /// `always` or `on_empty` (the tools lane).
     #[serde(default = "always", alias = "toolsTrigger")]
     pub tools_trigger: String,
+    /// The tools lane's connections by name (`None` or empty: every visible one).
+    #[serde(default, alias = "toolConnections")]
+    pub tool_connections: Option<Vec<String>>,
     /// The code lane's operation; needs `code` in the scope.
     #[serde(default, alias = "codeQuery")]
     pub code_query: Option<Value>,
@@ -74,6 +77,7 @@ impl RecallRequest {
             scope: None,
             context_profile: qa(),
             tools_trigger: always(),
+            tool_connections: None,
             code_query: None,
         }
     }
