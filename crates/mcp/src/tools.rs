@@ -135,6 +135,15 @@ fn text(body: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(body)])
 }
 
+/// A list as indented JSON text, and as `{key: list}` structured content.
+fn json_list(key: &str, items: Vec<Value>) -> CallToolResult {
+    let mut result = text(serde_json::to_string_pretty(&items).unwrap_or_default());
+    let mut structured = serde_json::Map::new();
+    structured.insert(key.to_string(), Value::Array(items));
+    result.structured_content = Some(Value::Object(structured));
+    result
+}
+
 /// A refusal in cognee-mcp's words (no engine error behind it).
 fn refusal(body: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(body)])
@@ -482,12 +491,7 @@ async fn search(server: &Acting<'_>, args: SearchArgs) -> Result<CallToolResult,
     request.tools = args.tools;
     request.max_iter = args.max_iter;
     Ok(match server.engine.search(&server.user, &request).await {
-        Ok(payloads) => {
-            let results = recall_api::search_results(&payloads, false, true);
-            let mut result = text(serde_json::to_string_pretty(&results).unwrap_or_default());
-            result.structured_content = Some(json!({"results": results}));
-            result
-        }
+        Ok(payloads) => json_list("results", recall_api::search_results(&payloads, false, true)),
         Err(e) => failure("Search", &e),
     })
 }
@@ -627,9 +631,7 @@ async fn list_datasets(server: &Acting<'_>) -> Result<CallToolResult, McpError> 
                            "permissions": l.permissions.iter().map(|p| p.as_str()).collect::<Vec<_>>()})
                 })
                 .collect();
-            let mut result = text(serde_json::to_string_pretty(&rows).unwrap_or_default());
-            result.structured_content = Some(json!({"datasets": rows}));
-            result
+            json_list("datasets", rows)
         }
         Err(e) => failure("List datasets", &e),
     })
