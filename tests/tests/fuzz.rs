@@ -139,10 +139,93 @@ proptest! {
     }
 
     #[test]
+    fn generated_sql_is_one_read_only_select_or_refused(sql in sql_like(), max_rows in 1usize..500) {
+        use recall_engine::query::tools_lane::{ensure_limit, validate_select};
+        match validate_select(&sql) {
+            Ok(clean) => {
+                let words = words_outside_literals(&clean);
+                prop_assert!(matches!(words.first().map(String::as_str), Some("select" | "with")), "{}", clean);
+                for forbidden in ["insert", "update", "delete", "drop", "alter", "create", "set", "pragma", "attach"] {
+                    prop_assert!(!words.iter().any(|w| w == forbidden), "{} in {}", forbidden, clean);
+                }
+                let limited = ensure_limit(&clean, max_rows);
+                let limits: Vec<usize> = limited
+                    .to_lowercase()
+                    .split("limit")
+                    .skip(1)
+                    .filter_map(|rest| {
+                        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+                        digits.parse().ok()
+                    })
+                    .collect();
+                prop_assert!(!limits.is_empty() && limits.iter().all(|n| *n <= max_rows), "{}", limited);
+            }
+            Err(reason) => prop_assert!(!reason.is_empty()),
+        }
+    }
+
+    #[test]
+    fn tool_connections_parse_or_are_refused(value in json_value(), dsn in hostile_text()) {
+        for text in [value.to_string(), json!({"db": dsn}).to_string()] {
+            match recall_core::tools::parse_connections(&text) {
+                Ok(connections) => {
+                    for c in connections {
+                        prop_assert!(matches!(c.provider.as_str(), "postgres" | "sqlite"));
+                        prop_assert!(!c.name.trim().is_empty());
+                    }
+                }
+                Err(e) => prop_assert_eq!((e.name(), e.http_status()), ("InvalidInputError", 400), "{}", e),
+            }
+        }
+    }
+
+    #[test]
+    fn agent_steps_parse_or_say_why(reply in json_value()) {
+        if let Err(reason) = recall_retrievers::agentic::AgentStep::parse(reply) {
+            prop_assert!(!reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn any_client_name_gives_a_dataset_name(name in hostile_text()) {
+        let dataset = recall_mcp::agent_dataset(&name);
+        prop_assert!(dataset.ends_with("_memory") && dataset.len() > "_memory".len(), "{}", dataset);
+        prop_assert!(dataset.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{}", dataset);
+    }
+
+    #[test]
     fn recall_requests_deserialize_or_are_refused(body in json_value()) {
         // The wire model of POST /api/v1/recall: a typed error, never a panic.
         let _ = serde_json::from_value::<recall_api::RecallBody>(body);
     }
+}
+
+/// Text that looks like SQL a model might write, good and bad.
+fn sql_like() -> impl Strategy<Value = String> {
+    prop_oneof![
+        hostile_text(),
+        r"(```sql\n)?(SELECT|select|WITH x AS \(SELECT 1\)|DELETE|update|drop table)( [a-z_]{1,8}| \*| ,| FROM t| WHERE a = '[^']{0,6}'| LIMIT [0-9]{1,4}| limit 0| ;| --[a-z ]{0,6}\n| /\*[a-z; ]{0,6}\*/| SET| updated_at| \(SELECT b FROM u LIMIT 900\)){0,8}(;)?(\n```)?",
+    ]
+}
+
+/// The lower-cased words of SQL outside its single-quoted literals.
+fn words_outside_literals(sql: &str) -> Vec<String> {
+    let mut outside = String::new();
+    let mut quoted = false;
+    for c in sql.chars() {
+        if c == '\'' {
+            quoted = !quoted;
+            outside.push(' ');
+        } else if !quoted {
+            outside.push(c);
+        }
+    }
+    outside
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// How many cases the HTTP properties send (the server is shared).

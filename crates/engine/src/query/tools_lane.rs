@@ -23,9 +23,34 @@ const FORBIDDEN: [&str; 21] = [
     "vacuum", "pragma", "call", "merge", "execute", "exec", "replace", "set", "reindex",
 ];
 
-/// A constant pattern; the guard refuses everything if one does not compile.
-fn regex(pattern: &str) -> std::result::Result<Regex, String> {
-    Regex::new(pattern).map_err(|e| format!("the SQL guard is unavailable: {e}"))
+/// The guard's patterns, compiled once.
+struct Patterns {
+    block_comment: Regex,
+    line_comment: Regex,
+    literal: Regex,
+    forbidden: Vec<(&'static str, Regex)>,
+    limit: Regex,
+}
+
+fn compile() -> std::result::Result<Patterns, regex::Error> {
+    Ok(Patterns {
+        block_comment: Regex::new(r"(?s)/\*.*?\*/")?,
+        line_comment: Regex::new(r"--[^\n]*")?,
+        literal: Regex::new(r"'(?:[^']|'')*'")?,
+        forbidden: FORBIDDEN
+            .iter()
+            .map(|k| Regex::new(&format!(r"(?i)\b{k}\b")).map(|r| (*k, r)))
+            .collect::<std::result::Result<_, _>>()?,
+        limit: Regex::new(r"(?i)\blimit\s+(\d+)")?,
+    })
+}
+
+static PATTERNS: std::sync::LazyLock<std::result::Result<Patterns, String>> =
+    std::sync::LazyLock::new(|| compile().map_err(|e| format!("the SQL guard is unavailable: {e}")));
+
+/// The patterns; the guard refuses everything if they do not compile.
+fn patterns() -> std::result::Result<&'static Patterns, String> {
+    PATTERNS.as_ref().map_err(Clone::clone)
 }
 
 /// The generated SQL cleaned (fence, comments, one trailing `;`) and
@@ -37,8 +62,9 @@ pub fn validate_select(generated: &str) -> std::result::Result<String, String> {
         let body = body.split_once('\n').map_or("", |(_, rest)| rest);
         sql = body.trim_end().trim_end_matches('`').to_string();
     }
-    let sql = regex(r"(?s)/\*.*?\*/")?.replace_all(&sql, " ").into_owned();
-    let sql = regex(r"--[^\n]*")?.replace_all(&sql, " ").into_owned();
+    let p = patterns()?;
+    let sql = p.block_comment.replace_all(&sql, " ").into_owned();
+    let sql = p.line_comment.replace_all(&sql, " ").into_owned();
     let mut sql = sql.trim().to_string();
     if let Some(stripped) = sql.strip_suffix(';') {
         sql = stripped.trim_end().to_string();
@@ -46,7 +72,7 @@ pub fn validate_select(generated: &str) -> std::result::Result<String, String> {
     if sql.is_empty() {
         return Err("The generated SQL is empty.".into());
     }
-    let blanked = regex(r"'(?:[^']|'')*'")?.replace_all(&sql, "''").into_owned();
+    let blanked = p.literal.replace_all(&sql, "''").into_owned();
     if blanked.contains(';') {
         return Err("Only a single SQL statement is allowed (no ';' separators).".into());
     }
@@ -57,8 +83,8 @@ pub fn validate_select(generated: &str) -> std::result::Result<String, String> {
             first.to_uppercase()
         ));
     }
-    for keyword in FORBIDDEN {
-        if regex(&format!(r"(?i)\b{keyword}\b"))?.is_match(&blanked) {
+    for (keyword, pattern) in &p.forbidden {
+        if pattern.is_match(&blanked) {
             return Err(format!(
                 "Forbidden keyword '{}' found — only read-only SELECT statements are allowed.",
                 keyword.to_uppercase()
@@ -69,19 +95,45 @@ pub fn validate_select(generated: &str) -> std::result::Result<String, String> {
 }
 
 /// Every `LIMIT n` clamped to `max_rows`; ` LIMIT max_rows` appended when there is none.
+/// A LIMIT only inside parentheses (a subquery's) caps nothing outside: the
+/// outer query gets one too (Cognee would leave it uncapped).
 pub fn ensure_limit(sql: &str, max_rows: usize) -> String {
-    let Ok(limit) = regex(r"(?i)\blimit\s+(\d+)") else {
+    let Ok(p) = patterns() else {
         return format!("SELECT * FROM ({sql}) AS capped LIMIT {max_rows}");
     };
-    if !limit.is_match(sql) {
-        return format!("{sql} LIMIT {max_rows}");
-    }
-    limit
+    let clamped = p
+        .limit
         .replace_all(sql, |c: &regex::Captures<'_>| {
             let n = c[1].parse::<usize>().unwrap_or(max_rows).min(max_rows);
             format!("LIMIT {n}")
         })
-        .into_owned()
+        .into_owned();
+    if has_outer_limit(&clamped) {
+        clamped
+    } else {
+        format!("{clamped} LIMIT {max_rows}")
+    }
+}
+
+/// Whether the word LIMIT appears outside parentheses and string literals.
+fn has_outer_limit(sql: &str) -> bool {
+    let mut depth = 0usize;
+    let mut quoted = false;
+    let mut outer = String::new();
+    for c in sql.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth = depth.saturating_sub(1),
+            _ if !quoted && depth == 0 => {
+                outer.push(c);
+                continue;
+            }
+            _ => {}
+        }
+        outer.push(' ');
+    }
+    outer.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w.eq_ignore_ascii_case("limit"))
 }
 
 /// The schema as the model reads it.
@@ -314,6 +366,9 @@ mod tests {
             ensure_limit("SELECT * FROM (SELECT * FROM t limit 500) LIMIT 20", 100),
             "SELECT * FROM (SELECT * FROM t LIMIT 100) LIMIT 20"
         );
+        // A subquery's LIMIT does not cap the outer query.
+        assert_eq!(ensure_limit("SELECT (SELECT b FROM u LIMIT 900)", 5), "SELECT (SELECT b FROM u LIMIT 5) LIMIT 5");
+        assert_eq!(ensure_limit("SELECT 'limit' FROM t", 5), "SELECT 'limit' FROM t LIMIT 5");
     }
 
     #[test]
