@@ -1,0 +1,160 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! Many processes on one embedded store (docs/reliability.md): `recall
+//! serve` answering HTTP recalls while two CLI writers remember and four
+//! CLI readers recall on the same data directory, for a bounded time. No
+//! command fails, no "database is locked" or commit conflict reaches a user,
+//! and every write is there at the end. `RECALL_CONCURRENCY_SECONDS` sets
+//! the length (default 20).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn recall_cmd(data_dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_recall"));
+    c.arg("--data-dir").arg(data_dir);
+    c.env_remove("LLM_API_KEY")
+        .env_remove("EMBEDDING_API_KEY")
+        .env_remove("EMBEDDING_ENDPOINT")
+        .env_remove("RECALL_USER");
+    c.env_remove("ENABLE_BACKEND_ACCESS_CONTROL").env_remove("REQUIRE_AUTHENTICATION");
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_two_writers_and_four_readers_share_one_store() {
+    let seconds: u64 = std::env::var("RECALL_CONCURRENCY_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let seed =
+        common::recall(&d, &["remember", "--dataset", "seed", "--text", "The lighthouse keeper winds the clock."]);
+    assert!(seed.status.success(), "{}", String::from_utf8_lossy(&seed.stderr));
+    let created = common::recall(&d, &["api-key", "create", "--json"]);
+    let key: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let key = key["key"].as_str().unwrap().to_string();
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = recall_cmd(&d)
+        .args(["serve", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    while client.get(format!("{base}/health")).send().await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut threads = Vec::new();
+    let written: Vec<Arc<AtomicUsize>> = (0..2).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+    for (w, count) in written.iter().enumerate() {
+        let (d, count, failures) = (d.clone(), count.clone(), failures.clone());
+        threads.push(std::thread::spawn(move || {
+            while Instant::now() < deadline {
+                let n = count.load(Ordering::SeqCst) + 1;
+                let text = format!("Writer {w} fact {n}: the harbour bell rings {n} times.");
+                let o =
+                    recall_cmd(&d).args(["remember", "--dataset", &format!("w{w}"), "--text", &text]).output().unwrap();
+                if o.status.success() {
+                    count.store(n, Ordering::SeqCst);
+                } else {
+                    failures.lock().unwrap().push(format!("writer {w}: {}", String::from_utf8_lossy(&o.stderr)));
+                }
+            }
+        }));
+    }
+    let reads = Arc::new(AtomicUsize::new(0));
+    for r in 0..4 {
+        let (d, reads, failures) = (d.clone(), reads.clone(), failures.clone());
+        threads.push(std::thread::spawn(move || {
+            while Instant::now() < deadline {
+                let o = recall_cmd(&d).args(["recall", "harbour bell", "--type", "CHUNKS", "--json"]).output().unwrap();
+                match serde_json::from_slice::<Value>(&o.stdout) {
+                    Ok(Value::Array(_)) if o.status.success() => {
+                        reads.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => failures.lock().unwrap().push(format!("reader {r}: {}", String::from_utf8_lossy(&o.stderr))),
+                }
+            }
+        }));
+    }
+    let mut http_calls = 0;
+    while Instant::now() < deadline {
+        let response = client
+            .post(format!("{base}/api/v1/recall"))
+            .header("X-Api-Key", &key)
+            .json(&json!({"query": "harbour bell", "searchType": "CHUNKS"}))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        if status != 200 {
+            let body = response.text().await.unwrap_or_default();
+            failures.lock().unwrap().push(format!("HTTP {status}: {body}"));
+        }
+        http_calls += 1;
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let writes: usize = written.iter().map(|c| c.load(Ordering::SeqCst)).sum();
+    eprintln!(
+        "{seconds} s: {writes} CLI remembers, {} CLI recalls, {http_calls} HTTP recalls",
+        reads.load(Ordering::SeqCst)
+    );
+    let failures = failures.lock().unwrap().clone();
+    assert!(failures.is_empty(), "{} failures, e.g. {:?}", failures.len(), &failures[..failures.len().min(3)]);
+    assert!(reads.load(Ordering::SeqCst) >= 4 && http_calls >= 10, "the readers ran");
+
+    // Every write is there, in the CLI and through the server.
+    for (w, count) in written.iter().enumerate() {
+        let n = count.load(Ordering::SeqCst);
+        assert!(n >= 1, "writer {w} wrote nothing");
+        let o = common::recall(
+            &d,
+            &[
+                "recall",
+                &format!("Writer {w} fact"),
+                "-d",
+                &format!("w{w}"),
+                "--type",
+                "CHUNKS",
+                "--top-k",
+                "1000",
+                "--json",
+            ],
+        );
+        let found: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(found.as_array().unwrap().len(), n, "writer {w}: every remembered fact is found");
+        let over_http: Value = client
+            .post(format!("{base}/api/v1/recall"))
+            .header("X-Api-Key", &key)
+            .json(&json!({"query": format!("Writer {w} fact"), "searchType": "CHUNKS", "datasets": [format!("w{w}")], "topK": 1000}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(over_http.as_array().unwrap().len(), n, "writer {w}: the long-lived server sees every write");
+    }
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let status = server.wait().unwrap();
+    let mut log = String::new();
+    if let Some(mut err) = server.stderr.take() {
+        use std::io::Read;
+        let _ = err.read_to_string(&mut log);
+    }
+    assert!(status.success(), "{log}");
+    assert!(!log.to_lowercase().contains("database is locked"), "{log}");
+}
