@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,20 +38,8 @@ async fn a_server_two_writers_and_four_readers_share_one_store() {
     let key: Value = serde_json::from_slice(&created.stdout).unwrap();
     let key = key["key"].as_str().unwrap().to_string();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = recall_cmd(&d)
-        .args(["serve", "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let (mut server, base) = common::serve(&d).await;
     let client = reqwest::Client::new();
-    let started = Instant::now();
-    while client.get(format!("{base}/health")).send().await.is_err() {
-        assert!(started.elapsed() < Duration::from_secs(60), "the server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));

@@ -4,15 +4,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::recall;
 use serde_json::{json, Value};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 #[tokio::test]
 async fn serve_starts_authenticates_with_a_minted_key_and_stops_on_sigterm() {
@@ -25,32 +21,8 @@ async fn serve_starts_authenticates_with_a_minted_key_and_stops_on_sigterm() {
     let key: Value = serde_json::from_slice(&created.stdout).unwrap();
     let key = key["key"].as_str().unwrap().to_string();
 
-    let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .arg("--data-dir")
-        .arg(d)
-        .args(["serve", "--port", &port.to_string()])
-        .env_remove("LLM_API_KEY")
-        .env_remove("EMBEDDING_API_KEY")
-        .env_remove("EMBEDDING_ENDPOINT")
-        .env_remove("ENABLE_BACKEND_ACCESS_CONTROL")
-        .env_remove("REQUIRE_AUTHENTICATION")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let (mut server, base) = common::serve(d).await;
     let client = reqwest::Client::new();
-    let started = Instant::now();
-    loop {
-        if let Ok(r) = client.get(format!("{base}/health")).send().await {
-            assert_eq!(r.status(), 200);
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the server did not start");
-        assert!(server.try_wait().unwrap().is_none(), "the server exited early");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 
     let datasets = client.get(format!("{base}/api/v1/datasets")).send().await.unwrap();
     assert_eq!(datasets.status(), 401, "authentication is on by default");
