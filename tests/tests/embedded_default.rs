@@ -118,6 +118,37 @@ async fn remembering_the_same_content_twice_adds_nothing() {
             ("cognify_pipeline", PipelineRunStatus::Completed),
         ]
     );
+
+    // A run whose process died reads `started` until a later run of its
+    // pipeline finishes; then it is errored, and the dataset reads completed.
+    let dead = uuid::Uuid::new_v4();
+    engine
+        .relational()
+        .runs
+        .record_run(&recall_core::PipelineRun {
+            id: uuid::Uuid::now_v7(),
+            pipeline_run_id: dead,
+            pipeline_name: "cognify_pipeline".into(),
+            dataset_id: ds.id,
+            status: PipelineRunStatus::Started,
+            error_class: None,
+            error_message: None,
+            run_info: serde_json::json!({}),
+            created_at: recall_core::now_millis(),
+        })
+        .await
+        .unwrap();
+    let user = me(&engine).await;
+    let statuses = engine.dataset_statuses(&user, &[ds.id], &["cognify_pipeline".to_string()]).await.unwrap();
+    assert_eq!(statuses[0].pipelines[0].1, PipelineRunStatus::Started, "the dead run is the latest");
+    engine.remember(&user, "docs", &[recall_engine::RememberInput::text("One more document.")]).await.unwrap();
+    let runs = engine.relational().runs.list_runs(ds.id).await.unwrap();
+    let dead_rows: Vec<_> = runs.iter().filter(|r| r.pipeline_run_id == dead).collect();
+    assert_eq!(dead_rows.len(), 2);
+    assert_eq!(dead_rows[1].status, PipelineRunStatus::Errored);
+    assert_eq!(dead_rows[1].error_class.as_deref(), Some("PipelineRunInterrupted"));
+    let statuses = engine.dataset_statuses(&user, &[ds.id], &["cognify_pipeline".to_string()]).await.unwrap();
+    assert_eq!(statuses[0].pipelines[0].1, PipelineRunStatus::Completed, "the finished run is the latest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

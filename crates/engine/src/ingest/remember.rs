@@ -365,9 +365,53 @@ impl Engine {
         info: Value,
     ) -> Result<()> {
         match result {
-            Ok(_) => self.record_run(dataset, run_id, pipeline, PipelineRunStatus::Completed, None, info).await,
+            Ok(_) => {
+                // Before this run's own row, so the latest row of the pipeline stays this one.
+                if let Err(e) = self.close_interrupted_runs(dataset, run_id, pipeline).await {
+                    tracing::warn!(error = %e, "interrupted pipeline runs could not be marked");
+                }
+                self.record_run(dataset, run_id, pipeline, PipelineRunStatus::Completed, None, info).await
+            }
             Err(e) => self.record_run(dataset, run_id, pipeline, PipelineRunStatus::Errored, Some(e), info).await,
         }
+    }
+
+    /// Runs of `pipeline` on the dataset that started before `run_id` and
+    /// never finished (their process was killed) are marked errored when a
+    /// later run finishes, instead of reading `started` forever. A run
+    /// that was only slow, not dead, still records its own end afterwards,
+    /// which is the row that counts.
+    async fn close_interrupted_runs(&self, dataset: DatasetId, run_id: Uuid, pipeline: &str) -> Result<()> {
+        let runs = self.relational.runs.list_runs(dataset).await?;
+        let runs: Vec<&PipelineRun> = runs.iter().filter(|r| r.pipeline_name == pipeline).collect();
+        let Some(started) = runs.iter().filter(|r| r.pipeline_run_id == run_id).map(|r| r.created_at).min() else {
+            return Ok(());
+        };
+        let mut latest: std::collections::HashMap<Uuid, &PipelineRun> = std::collections::HashMap::new();
+        for run in &runs {
+            let entry = latest.entry(run.pipeline_run_id).or_insert(run);
+            if (run.created_at, run.id) >= (entry.created_at, entry.id) {
+                *entry = run;
+            }
+        }
+        let interrupted = RecallError::Validation {
+            name: "PipelineRunInterrupted",
+            message: "The run stopped before it finished (its process ended); a later run of the pipeline completed the work.".into(),
+        };
+        for (id, last) in latest {
+            if id != run_id && last.status == PipelineRunStatus::Started && last.created_at <= started {
+                self.record_run(
+                    dataset,
+                    id,
+                    pipeline,
+                    PipelineRunStatus::Errored,
+                    Some(&interrupted),
+                    last.run_info.clone(),
+                )
+                .await?;
+            }
+        }
+        Ok(())
     }
 }
 
