@@ -83,6 +83,13 @@ impl SqlConnector for SqlToolConnector {
     }
 }
 
+/// A query's work, stopped at `timeout`.
+async fn bounded<T>(timeout: Duration, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| RecallError::invalid_input(format!("the query ran past {} ms", timeout.as_millis())))?
+}
+
 /// The tables to describe: sorted, among `allowed`, at most `max`.
 fn pick_tables(mut names: Vec<String>, allowed: Option<&[String]>, max: usize) -> Vec<String> {
     names.retain(|n| allowed.is_none_or(|a| a.contains(n)));
@@ -189,9 +196,7 @@ impl ReadOnlySql for Sqlite {
             tx.rollback().await.map_err(|e| failed("cannot roll back", e))?;
             Ok(out)
         };
-        tokio::time::timeout(timeout, run)
-            .await
-            .map_err(|_| RecallError::invalid_input(format!("the query ran past {} ms", timeout.as_millis())))?
+        bounded(timeout, run).await
     }
 }
 
@@ -300,9 +305,7 @@ impl ReadOnlySql for Postgres {
             tx.rollback().await.map_err(|e| failed("cannot roll back", e))?;
             Ok(out)
         };
-        tokio::time::timeout(timeout, run)
-            .await
-            .map_err(|_| RecallError::invalid_input(format!("the query ran past {} ms", timeout.as_millis())))?
+        bounded(timeout, run).await
     }
 }
 

@@ -108,7 +108,7 @@ pub fn ensure_limit(sql: &str, max_rows: usize) -> String {
             format!("LIMIT {n}")
         })
         .into_owned();
-    if has_outer_limit(&clamped) {
+    if has_outer_limit(&clamped, &p.literal) {
         clamped
     } else {
         format!("{clamped} LIMIT {max_rows}")
@@ -116,23 +116,24 @@ pub fn ensure_limit(sql: &str, max_rows: usize) -> String {
 }
 
 /// Whether the word LIMIT appears outside parentheses and string literals.
-fn has_outer_limit(sql: &str) -> bool {
+fn has_outer_limit(sql: &str, literal: &Regex) -> bool {
+    let blanked = literal.replace_all(sql, "''");
     let mut depth = 0usize;
-    let mut quoted = false;
-    let mut outer = String::new();
-    for c in sql.chars() {
-        match c {
-            '\'' => quoted = !quoted,
-            '(' if !quoted => depth += 1,
-            ')' if !quoted => depth = depth.saturating_sub(1),
-            _ if !quoted && depth == 0 => {
-                outer.push(c);
-                continue;
+    let outer: String = blanked
+        .chars()
+        .map(|c| match c {
+            '(' => {
+                depth += 1;
+                ' '
             }
-            _ => {}
-        }
-        outer.push(' ');
-    }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                ' '
+            }
+            c if depth == 0 => c,
+            _ => ' ',
+        })
+        .collect();
     outer.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w.eq_ignore_ascii_case("limit"))
 }
 

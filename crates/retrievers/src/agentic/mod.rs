@@ -235,6 +235,16 @@ impl AgenticRetriever {
             .collect()
     }
 
+    /// The loop's inputs back from the retrieved object — the tools
+    /// resolved again from this retriever's (the object holds only their
+    /// descriptions) — and `max_iter`.
+    fn restore(&self, ctx: &DatasetPorts, objects: &[Value], options: &RetrieverOptions) -> Result<(Gathered, usize)> {
+        let config = LoopConfig::from_options(options)?;
+        let skills = skills_of(objects);
+        let tools = self.offered(ctx, config.tools.as_deref(), &skills);
+        Ok((Gathered { triplets: triplets_of(objects), skills, tools }, config.max_iter))
+    }
+
     async fn gather(&self, ctx: &DatasetPorts, query: &str, options: &RetrieverOptions) -> Result<Gathered> {
         let config = LoopConfig::from_options(options)?;
         let skills = self.resolve_skills(ctx, &config.skills).await?;
@@ -290,7 +300,7 @@ fn skills_of(objects: &[Value]) -> Vec<Skill> {
 
 /// The composed context: the memory, the skills and the tools, each under
 /// its heading (never empty).
-fn compose(triplets: &[Triplet], skills: &[Skill], tools: &[Arc<dyn AgentTool>]) -> String {
+fn compose(Gathered { triplets, skills, tools }: &Gathered) -> String {
     let memory = graph::resolve_edges_to_text(triplets);
     let memory = if memory.is_empty() { "(empty)".to_string() } else { memory };
     let skills = if skills.is_empty() {
@@ -459,10 +469,8 @@ impl Retriever for AgenticRetriever {
         objects: &[Value],
         options: &RetrieverOptions,
     ) -> Result<LlmContext> {
-        let config = LoopConfig::from_options(options)?;
-        let skills = skills_of(objects);
-        let tools = self.offered(ctx, config.tools.as_deref(), &skills);
-        Ok(LlmContext::Text(compose(&triplets_of(objects), &skills, &tools)))
+        let (gathered, _) = self.restore(ctx, objects, options)?;
+        Ok(LlmContext::Text(compose(&gathered)))
     }
 
     async fn get_completion_from_context(
@@ -473,16 +481,14 @@ impl Retriever for AgenticRetriever {
         context: &LlmContext,
         options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        let config = LoopConfig::from_options(options)?;
-        let skills = skills_of(objects);
-        let tools = self.offered(ctx, config.tools.as_deref(), &skills);
+        let (Gathered { triplets, skills, tools }, max_iter) = self.restore(ctx, objects, options)?;
         let mut run = Run { ctx, skills, tools, opened: Vec::new(), trace: Vec::new() };
         let started = (chrono::Utc::now().timestamp_millis(), Instant::now());
-        let outcome = run_loop(&mut run, query, context.as_text(), config.max_iter, options).await;
+        let outcome = run_loop(&mut run, query, context.as_text(), max_iter, options).await;
         run.record(query, started, outcome.as_deref());
         let mut answer = outcome?;
         if options.search.include_references {
-            let refs = graph::evidence::graph_evidence(ctx, &triplets_of(objects)).await;
+            let refs = graph::evidence::graph_evidence(ctx, &triplets).await;
             answer = append_block(&answer, segment_evidence_block(&refs));
         }
         Ok(Some(vec![Value::String(answer)]))
@@ -580,7 +586,7 @@ mod tests {
     #[test]
     fn the_context_is_never_empty() {
         assert_eq!(
-            compose(&[], &[], &[]),
+            compose(&Gathered { triplets: vec![], skills: vec![], tools: vec![] }),
             "# Memory\n(empty)\n\n# Available skills\n(no skills loaded for this turn)\n\n# Available tools\n(no tools available for this turn)"
         );
     }
