@@ -146,7 +146,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
         let store = Arc::new(SqlSessionStore::new(db.clone()));
         builder = builder.sessions(Arc::new(recall_sessions::Sessions::new(store, config).with_llm(llm.clone())));
     }
-    let tools = tool_settings()?;
+    let tools = settings.tool_settings()?;
     let engine = builder
         .llm(llm)
         .config(EngineConfig {
@@ -283,84 +283,13 @@ fn redact_url(url: &str) -> String {
     }
 }
 
-/// The recall "tools" lane (docs/tools-lane.md), under Cognee's variable
-/// names: `TOOL_CALLS_ENABLED`, `TOOL_SQL_CONNECTIONS`, `TEXT_TO_SQL_MAX_ROWS`,
-/// `TEXT_TO_SQL_MAX_ATTEMPTS`, `TEXT_TO_SQL_STATEMENT_TIMEOUT_MS`,
-/// `TEXT_TO_SQL_MAX_SCHEMA_TABLES`.
-pub fn tool_settings() -> Result<recall_core::tools::ToolSettings> {
-    tool_settings_from(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
-}
-
-fn tool_settings_from(var: impl Fn(&str) -> Option<String>) -> Result<recall_core::tools::ToolSettings> {
-    let mut settings = recall_core::tools::ToolSettings::default();
-    let positive = |name: &str, default: usize| -> Result<usize> {
-        match var(name) {
-            None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| RecallError::invalid_input(format!("{name} must be a positive integer, got '{v}'"))),
-        }
-    };
-    settings.enabled =
-        var("TOOL_CALLS_ENABLED").is_some_and(|v| matches!(v.trim().to_lowercase().as_str(), "true" | "1" | "yes"));
-    settings.connections = recall_core::tools::parse_connections(&var("TOOL_SQL_CONNECTIONS").unwrap_or_default())?;
-    settings.max_rows = positive("TEXT_TO_SQL_MAX_ROWS", settings.max_rows)?;
-    settings.max_attempts = positive("TEXT_TO_SQL_MAX_ATTEMPTS", settings.max_attempts)?;
-    settings.max_schema_tables = positive("TEXT_TO_SQL_MAX_SCHEMA_TABLES", settings.max_schema_tables)?;
-    let timeout = positive("TEXT_TO_SQL_STATEMENT_TIMEOUT_MS", 5000)?;
-    settings.statement_timeout = std::time::Duration::from_millis(u64::try_from(timeout).unwrap_or(u64::MAX));
-    Ok(settings)
-}
-
-/// The MCP server's settings (`recall mcp` and `/mcp`), under cognee-mcp's
-/// variable names.
+/// The MCP server's settings (`recall mcp` and `/mcp`).
 #[cfg(feature = "mcp")]
-pub fn mcp_config() -> Result<recall_mcp::McpConfig> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let agent_scoped = var("COGNEE_MCP_AGENT_SCOPED")
-        .is_none_or(|v| !matches!(v.trim().to_lowercase().as_str(), "false" | "0" | "no"));
-    let recall_system_prompt =
-        match (var("COGNEE_MCP_RECALL_SYSTEM_PROMPT"), var("COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE")) {
-            (Some(inline), _) => Some(inline.trim().to_string()),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(&path)
-                    .map_err(|e| {
-                        RecallError::invalid_input(format!(
-                            "cannot read COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE '{path}': {e}"
-                        ))
-                    })?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
-    Ok(recall_mcp::McpConfig { agent_scoped, recall_system_prompt })
-}
-
-#[cfg(test)]
-mod tool_setting_tests {
-    use super::*;
-
-    #[test]
-    fn tool_settings_read_cognees_variables() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
-        };
-        let s = tool_settings_from(env(&[
-            ("TOOL_CALLS_ENABLED", "true"),
-            ("TOOL_SQL_CONNECTIONS", r#"{"shop": "sqlite:///tmp/shop.db"}"#),
-            ("TEXT_TO_SQL_MAX_ROWS", "7"),
-        ]))
-        .unwrap_or_default();
-        assert!(s.enabled);
-        assert_eq!((s.connections.len(), s.max_rows, s.max_attempts), (1, 7, 3));
-        assert!(!tool_settings_from(env(&[])).map(|s| s.enabled).unwrap_or(true));
-        assert!(tool_settings_from(env(&[("TEXT_TO_SQL_MAX_ROWS", "0")])).is_err());
-        assert!(tool_settings_from(env(&[("TOOL_SQL_CONNECTIONS", "[]")])).is_err());
-    }
+pub fn mcp_config(settings: &Settings) -> Result<recall_mcp::McpConfig> {
+    Ok(recall_mcp::McpConfig {
+        agent_scoped: settings.cognee_mcp_agent_scoped,
+        recall_system_prompt: settings.mcp_recall_system_prompt()?,
+    })
 }
 
 #[cfg(test)]

@@ -529,7 +529,7 @@ async fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "mcp")]
         Command::Mcp => {
             let (engine, user) = who.writer().await?;
-            recall_mcp::RecallMcp::new(engine, user, recall::mcp_config()?).serve_stdio().await
+            recall_mcp::RecallMcp::new(engine, user, recall::mcp_config(&settings)?).serve_stdio().await
         }
         Command::Session(command) => session_cmd::run(who.reader().await?, command).await,
         Command::Eval(args) => eval(&settings, cli.user.as_deref(), args).await,

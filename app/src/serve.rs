@@ -47,7 +47,7 @@ pub fn server_config(settings: &Settings) -> Result<ServerConfig> {
     config.body_limit = settings.max_body_mb.max(1).saturating_mul(1 << 20);
     config.request_timeout = Duration::from_secs(settings.request_timeout_seconds.max(1));
     config.answer_streaming = settings.llm_answer_streaming;
-    config.mcp = crate::mcp_config()?;
+    config.mcp = crate::mcp_config(settings)?;
     Ok(config)
 }
 
@@ -81,7 +81,7 @@ pub async fn serve(settings: &Settings, host: Option<&str>, port: Option<u16>) -
         .ok_or_else(|| RecallError::backend_msg("the default user could not be created"))?;
     let host = host.unwrap_or(settings.http_api_host.trim());
     let mut config = config;
-    config.mcp_allowed_hosts = mcp_allowed_hosts(host, std::env::var("MCP_ALLOWED_HOSTS").ok().as_deref());
+    config.mcp_allowed_hosts = mcp_allowed_hosts(host, Some(&settings.mcp_allowed_hosts));
     let state = AppState::prepare(engine, config, default_user).await?;
     let port = port.unwrap_or(settings.http_api_port);
     let listener = tokio::net::TcpListener::bind((host, port))

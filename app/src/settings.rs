@@ -50,6 +50,16 @@ const COGNEE_VARS: &[&str] = &[
     "IMPROVE_FEEDBACK_ALPHA",
     "AUTO_FEEDBACK",
     "SESSION_SEARCH_MODE",
+    "TOOL_CALLS_ENABLED",
+    "TOOL_SQL_CONNECTIONS",
+    "TEXT_TO_SQL_MAX_ROWS",
+    "TEXT_TO_SQL_MAX_ATTEMPTS",
+    "TEXT_TO_SQL_STATEMENT_TIMEOUT_MS",
+    "TEXT_TO_SQL_MAX_SCHEMA_TABLES",
+    "COGNEE_MCP_AGENT_SCOPED",
+    "COGNEE_MCP_RECALL_SYSTEM_PROMPT",
+    "COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE",
+    "MCP_ALLOWED_HOSTS",
 ];
 
 /// Cognee's spelling of settings whose Recall name differs.
@@ -172,6 +182,26 @@ pub struct Settings {
     pub auto_feedback: bool,
     /// SESSION_SEARCH_MODE: `concurrent` (the analysis beside retrieval) or `sequential` (before it).
     pub session_search_mode: String,
+    /// TOOL_CALLS_ENABLED: the recall tools lane's gate.
+    #[serde(deserialize_with = "flag")]
+    pub tool_calls_enabled: bool,
+    /// TOOL_SQL_CONNECTIONS: a JSON object of the lane's connections (in a
+    /// config file also a TOML table), kept as JSON text.
+    #[serde(deserialize_with = "json_text")]
+    pub tool_sql_connections: String,
+    /// TEXT_TO_SQL_*: rows per answer, attempts, statement timeout, tables shown (each ≥ 1).
+    pub text_to_sql_max_rows: usize,
+    pub text_to_sql_max_attempts: usize,
+    pub text_to_sql_statement_timeout_ms: u64,
+    pub text_to_sql_max_schema_tables: usize,
+    /// COGNEE_MCP_AGENT_SCOPED: remember and cognify_status default to `<client>_memory`.
+    #[serde(deserialize_with = "on_unless_off")]
+    pub cognee_mcp_agent_scoped: bool,
+    /// COGNEE_MCP_RECALL_SYSTEM_PROMPT, else the file of COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE.
+    pub cognee_mcp_recall_system_prompt: String,
+    pub cognee_mcp_recall_system_prompt_file: String,
+    /// MCP_ALLOWED_HOSTS (comma-separated): Host values `/mcp` accepts.
+    pub mcp_allowed_hosts: String,
 }
 
 /// Values given on the command line, which win over everything.
@@ -228,6 +258,47 @@ impl Settings {
         } else {
             self.db_url.expose().to_string()
         }
+    }
+
+    /// The tools lane's settings; a bad connection list or a zero is an
+    /// `InvalidInputError`.
+    pub fn tool_settings(&self) -> Result<recall_core::tools::ToolSettings> {
+        let at_least_one = |name: &str, n: u64| {
+            if n == 0 {
+                Err(RecallError::invalid_input(format!("{name} must be a positive integer")))
+            } else {
+                Ok(())
+            }
+        };
+        at_least_one("TEXT_TO_SQL_MAX_ROWS", self.text_to_sql_max_rows as u64)?;
+        at_least_one("TEXT_TO_SQL_MAX_ATTEMPTS", self.text_to_sql_max_attempts as u64)?;
+        at_least_one("TEXT_TO_SQL_STATEMENT_TIMEOUT_MS", self.text_to_sql_statement_timeout_ms)?;
+        at_least_one("TEXT_TO_SQL_MAX_SCHEMA_TABLES", self.text_to_sql_max_schema_tables as u64)?;
+        Ok(recall_core::tools::ToolSettings {
+            enabled: self.tool_calls_enabled,
+            connections: recall_core::tools::parse_connections(&self.tool_sql_connections)?,
+            max_rows: self.text_to_sql_max_rows,
+            max_attempts: self.text_to_sql_max_attempts,
+            statement_timeout: std::time::Duration::from_millis(self.text_to_sql_statement_timeout_ms),
+            max_schema_tables: self.text_to_sql_max_schema_tables,
+        })
+    }
+
+    /// The recall tool's system prompt for MCP agents that give none: the
+    /// inline one, else the file's (trimmed); `None` when neither is set.
+    pub fn mcp_recall_system_prompt(&self) -> Result<Option<String>> {
+        let inline = self.cognee_mcp_recall_system_prompt.trim();
+        if !inline.is_empty() {
+            return Ok(Some(inline.to_string()));
+        }
+        let path = self.cognee_mcp_recall_system_prompt_file.trim();
+        if path.is_empty() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            RecallError::invalid_input(format!("cannot read COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE '{path}': {e}"))
+        })?;
+        Ok(Some(text.trim().to_string()))
     }
 
     /// The LanceDB URI.
@@ -381,6 +452,15 @@ fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::
     })
 }
 
+/// A JSON value given as text (an environment variable) or as structure
+/// (the environment's parse of `[…]`, a TOML table): as JSON text.
+fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
 /// A switch that is on unless given as false, 0 or no (Cognee's SKILL_GATE_ENABLED).
 fn on_unless_off<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
     #[derive(Deserialize)]
@@ -416,6 +496,42 @@ fn available_memory() -> Option<usize> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
+    fn tool_and_mcp_settings_read_cognees_variables() {
+        figment::Jail::expect_with(|jail| {
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            let tools = s.tool_settings().unwrap();
+            assert!(!tools.enabled && tools.connections.is_empty());
+            assert_eq!((tools.max_rows, tools.max_attempts, tools.max_schema_tables), (100, 3, 50));
+            assert!(s.cognee_mcp_agent_scoped && s.mcp_recall_system_prompt().unwrap().is_none());
+
+            jail.set_env("TOOL_CALLS_ENABLED", "true");
+            jail.set_env("TOOL_SQL_CONNECTIONS", r#"{"shop": "sqlite:///tmp/shop.db"}"#);
+            jail.set_env("TEXT_TO_SQL_MAX_ROWS", "7");
+            jail.set_env("COGNEE_MCP_AGENT_SCOPED", "false");
+            jail.create_file("prompt.txt", "  Answer in one line.\n")?;
+            jail.set_env("COGNEE_MCP_RECALL_SYSTEM_PROMPT_FILE", "prompt.txt");
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            let tools = s.tool_settings().unwrap();
+            assert!(tools.enabled);
+            assert_eq!((tools.connections.len(), tools.max_rows), (1, 7));
+            assert!(!s.cognee_mcp_agent_scoped);
+            assert_eq!(s.mcp_recall_system_prompt().unwrap().as_deref(), Some("Answer in one line."));
+            jail.set_env("COGNEE_MCP_RECALL_SYSTEM_PROMPT", " Be brief. ");
+            let s = Settings::load(None, &Overrides::default()).unwrap();
+            assert_eq!(s.mcp_recall_system_prompt().unwrap().as_deref(), Some("Be brief."), "inline wins");
+
+            jail.set_env("TEXT_TO_SQL_MAX_ROWS", "0");
+            assert!(Settings::load(None, &Overrides::default()).unwrap().tool_settings().is_err());
+            jail.set_env("TEXT_TO_SQL_MAX_ROWS", "7");
+            jail.set_env("TOOL_SQL_CONNECTIONS", "[]");
+            let err = Settings::load(None, &Overrides::default()).unwrap().tool_settings().unwrap_err();
+            assert_eq!(err.to_string(), "TOOL_SQL_CONNECTIONS must be a JSON object");
+            Ok(())
+        });
+    }
 
     #[test]
     #[allow(clippy::result_large_err)] // figment::Jail's closure signature

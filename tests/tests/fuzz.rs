@@ -393,6 +393,8 @@ proptest! {
         prop_assert!(settings.credentials().err().is_none_or(typed));
         prop_assert!(settings.session_config().err().is_none_or(typed));
         prop_assert!(settings.dataset_routing().err().is_none_or(typed));
+        prop_assert!(settings.tool_settings().err().is_none_or(typed));
+        prop_assert!(settings.mcp_recall_system_prompt().err().is_none_or(typed));
         let _ = (settings.prompt_dirs(), settings.llm_available(), settings.database_url(), settings.vector_uri());
     }
 
