@@ -19,6 +19,8 @@ struct State {
     /// Grant rows.
     acls: BTreeSet<(DatasetId, Uuid, Permission)>,
     data: BTreeMap<(DatasetId, Uuid), DataItem>,
+    /// (dataset, hidden id, data item) rows.
+    quarantine: BTreeSet<(DatasetId, Uuid, Uuid)>,
     store_version: u64,
     versions: BTreeMap<DatasetId, u64>,
     runs: Vec<PipelineRun>,
@@ -201,13 +203,39 @@ impl DataStore for MemoryRelationalStore {
         Ok(self.state.read().await.data.keys().filter(|(d, _)| *d == dataset).count() as u64)
     }
 
+    async fn quarantine(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()> {
+        self.state.write().await.quarantine.extend(ids.iter().map(|id| (dataset, *id, item)));
+        Ok(())
+    }
+
+    async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>> {
+        let state = self.state.read().await;
+        let ids: BTreeSet<Uuid> = state.quarantine.iter().filter(|(d, _, _)| *d == dataset).map(|r| r.1).collect();
+        Ok(ids.into_iter().collect())
+    }
+
+    async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()> {
+        let mut state = self.state.write().await;
+        for id in items {
+            if let Some(item) = state.data.get_mut(&(dataset, *id)) {
+                item.status = DataStatus::Completed;
+            }
+        }
+        state.quarantine.retain(|(d, _, item)| *d != dataset || !items.contains(item));
+        Ok(())
+    }
+
     async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()> {
-        self.state.write().await.data.remove(&(dataset, id));
+        let mut state = self.state.write().await;
+        state.data.remove(&(dataset, id));
+        state.quarantine.retain(|(d, _, item)| *d != dataset || *item != id);
         Ok(())
     }
 
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
-        self.state.write().await.data.retain(|(d, _), _| *d != dataset);
+        let mut state = self.state.write().await;
+        state.data.retain(|(d, _), _| *d != dataset);
+        state.quarantine.retain(|(d, _, _)| *d != dataset);
         Ok(())
     }
 }

@@ -159,12 +159,12 @@ pub(crate) fn placeholders(rows: usize, cols: usize) -> String {
     out
 }
 
-/// `$start, $start+1, …` for an IN list of `n` values.
 /// Ids as the JSON array text an [`SqlDatabase::id_set`] parameter takes.
 pub(crate) fn id_array(ids: &[uuid::Uuid]) -> Value {
     Value::from(serde_json::Value::from(ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()).to_string())
 }
 
+/// `$start, $start+1, …` for an IN list of `n` values.
 pub(crate) fn in_list(start: usize, n: usize) -> String {
     (0..n).map(|i| format!("${}", start + i)).collect::<Vec<_>>().join(", ")
 }

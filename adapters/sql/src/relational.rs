@@ -340,6 +340,9 @@ impl DatasetStore for SqlRelationalStore {
     }
 }
 
+/// Quarantine rows per statement (3 parameters each; SQLite allows 32 766).
+const QUARANTINE_ROWS: usize = 500;
+
 #[async_trait]
 impl DataStore for SqlRelationalStore {
     async fn upsert_data(&self, item: &DataItem) -> Result<DataItem> {
@@ -402,25 +405,71 @@ impl DataStore for SqlRelationalStore {
         Ok(n.max(0) as u64)
     }
 
+    async fn quarantine(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for part in ids.chunks(QUARANTINE_ROWS) {
+            let sql = format!(
+                "INSERT INTO data_quarantine (dataset_id, node_id, data_id) VALUES {} ON CONFLICT DO NOTHING",
+                crate::placeholders(part.len(), 3)
+            );
+            let values: Vec<Value> = part
+                .iter()
+                .flat_map(|id| [dataset.to_string().into(), id.to_string().into(), item.to_string().into()])
+                .collect();
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>> {
+        let rows = self
+            .query(
+                "SELECT DISTINCT node_id FROM data_quarantine WHERE dataset_id = $1",
+                vec![dataset.to_string().into()],
+            )
+            .await?;
+        rows.iter().map(|r| uuid_col(r, "node_id")).collect()
+    }
+
+    async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for part in items.chunks(QUARANTINE_ROWS) {
+            let ids: Vec<Value> = part.iter().map(|id| Value::from(id.to_string())).collect();
+            let mut update = vec![Value::from(DataStatus::Completed.as_str()), dataset.to_string().into()];
+            update.extend(ids.iter().cloned());
+            let sql =
+                format!("UPDATE data SET status = $1 WHERE dataset_id = $2 AND id IN ({})", in_list(3, part.len()));
+            txn.execute_raw(self.db.stmt(&sql, update)).await.map_err(db_err)?;
+            let mut delete = vec![Value::from(dataset.to_string())];
+            delete.extend(ids);
+            let sql = format!(
+                "DELETE FROM data_quarantine WHERE dataset_id = $1 AND data_id IN ({})",
+                in_list(2, part.len())
+            );
+            txn.execute_raw(self.db.stmt(&sql, delete)).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
+    }
+
     async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()> {
-        self.db
-            .conn
-            .execute_raw(self.db.stmt(
-                "DELETE FROM data WHERE dataset_id = $1 AND id = $2",
-                vec![dataset.to_string().into(), id.to_string().into()],
-            ))
-            .await
-            .map_err(db_err)?;
-        Ok(())
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for sql in [
+            "DELETE FROM data_quarantine WHERE dataset_id = $1 AND data_id = $2",
+            "DELETE FROM data WHERE dataset_id = $1 AND id = $2",
+        ] {
+            txn.execute_raw(self.db.stmt(sql, vec![dataset.to_string().into(), id.to_string().into()]))
+                .await
+                .map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()> {
-        self.db
-            .conn
-            .execute_raw(self.db.stmt("DELETE FROM data WHERE dataset_id = $1", vec![dataset.to_string().into()]))
-            .await
-            .map_err(db_err)?;
-        Ok(())
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        for sql in ["DELETE FROM data_quarantine WHERE dataset_id = $1", "DELETE FROM data WHERE dataset_id = $1"] {
+            txn.execute_raw(self.db.stmt(sql, vec![dataset.to_string().into()])).await.map_err(db_err)?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 }
 

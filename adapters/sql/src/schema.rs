@@ -513,6 +513,47 @@ impl MigrationTrait for M20261207SessionVectors {
     }
 }
 
+/// Migration 9: the quarantine of items being built or forgotten
+/// (docs/reliability.md, "Crash-safe remember and forget"): the ids a
+/// search must not see while the row's data item is unfinished.
+struct M20261208Quarantine;
+
+impl MigrationName for M20261208Quarantine {
+    fn name(&self) -> &str {
+        "m20261208_000009_quarantine"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261208Quarantine {
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared(
+            "CREATE TABLE IF NOT EXISTS data_quarantine (
+                dataset_id TEXT NOT NULL,
+                node_id TEXT NOT NULL,
+                data_id TEXT NOT NULL,
+                PRIMARY KEY (dataset_id, node_id, data_id))",
+        )
+        .await?;
+        // Lifting an item's quarantine reads its rows by item.
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS data_quarantine_item ON data_quarantine (dataset_id, data_id)",
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        manager.get_connection().execute_unprepared("DROP TABLE IF EXISTS data_quarantine").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -554,6 +595,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261205Credentials),
             Box::new(M20261206Sessions),
             Box::new(M20261207SessionVectors),
+            Box::new(M20261208Quarantine),
         ]
     }
 }

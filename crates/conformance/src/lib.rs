@@ -693,6 +693,7 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
     assert_eq!(listed[0].status, DataStatus::Completed);
     assert_eq!(data.count_data(docs.id).await.unwrap(), 1);
     assert_eq!(data.count_data(notes.id).await.unwrap(), 0, "data is scoped to its dataset");
+    quarantine_conformance(data, &item, &notes).await;
 
     let run_id = Uuid::new_v4();
     let started = PipelineRun {
@@ -813,6 +814,44 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
 /// Data versions: every bump raises the store version by one and stamps
 /// the dataset with it; a bump from a stale `seen` reports unseen writes;
 /// concurrent bumps lose none.
+/// Quarantine rows: per dataset, each id once, lifted with the item's
+/// completion or deletion, many rows in one call.
+async fn quarantine_conformance(data: &dyn DataStore, item: &DataItem, other: &Dataset) {
+    let docs = item.dataset_id;
+    let sorted = |mut v: Vec<Uuid>| {
+        v.sort();
+        v
+    };
+    let building = DataItem { id: Uuid::new_v4(), name: "b.txt".into(), status: DataStatus::Pending, ..item.clone() };
+    data.upsert_data(&building).await.unwrap();
+    let (a, b, shared) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    // More rows than one statement takes.
+    let many: Vec<Uuid> = (0..1_200).map(|_| Uuid::new_v4()).collect();
+    data.quarantine(docs, building.id, &[a, shared]).await.unwrap();
+    data.quarantine(docs, building.id, &[a, shared]).await.unwrap();
+    data.quarantine(docs, item.id, &[b, shared]).await.unwrap();
+    data.quarantine(docs, item.id, &many).await.unwrap();
+    let mut expected = vec![a, b, shared];
+    expected.extend(&many);
+    assert_eq!(sorted(data.quarantined(docs).await.unwrap()), sorted(expected), "each id once");
+    assert!(data.quarantined(other.id).await.unwrap().is_empty(), "quarantine is scoped to its dataset");
+
+    data.complete_data(docs, &[item.id]).await.unwrap();
+    assert_eq!(sorted(data.quarantined(docs).await.unwrap()), sorted(vec![a, shared]), "the other item's rows stay");
+    let statuses: Vec<(Uuid, DataStatus)> =
+        data.list_data(docs).await.unwrap().into_iter().map(|i| (i.id, i.status)).collect();
+    assert!(statuses.contains(&(item.id, DataStatus::Completed)));
+    assert!(statuses.contains(&(building.id, DataStatus::Pending)), "only the named items complete");
+
+    data.delete_data(docs, building.id).await.unwrap();
+    assert!(data.quarantined(docs).await.unwrap().is_empty(), "deleting an item lifts its quarantine");
+    data.quarantine(docs, item.id, &[a]).await.unwrap();
+    data.delete_dataset_data(other.id).await.unwrap();
+    assert_eq!(data.quarantined(docs).await.unwrap(), vec![a], "another dataset's deletion leaves it");
+    data.complete_data(docs, &[item.id]).await.unwrap();
+    assert!(data.quarantined(docs).await.unwrap().is_empty());
+}
+
 async fn data_versions_conformance(datasets: &dyn DatasetStore, docs: &Dataset, notes: &Dataset) {
     let start = datasets.data_versions(&[docs.id, notes.id]).await.unwrap();
     let version_of = |v: &recall_core::ports::DataVersions, d: DatasetId| {

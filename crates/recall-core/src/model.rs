@@ -259,12 +259,15 @@ pub struct Dataset {
 }
 
 /// Processing state of an ingested data item: `Pending` until its chunks and
-/// vectors are all written, so an interrupted remember is redone, not skipped.
+/// vectors are all written, so an interrupted remember is redone, not skipped;
+/// `Forgetting` once a forget of it has begun, so an interrupted forget stays
+/// hidden and is not rebuilt by `cognify` (a new remember of it rebuilds it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DataStatus {
     Pending,
     Completed,
+    Forgetting,
 }
 
 impl DataStatus {
@@ -272,14 +275,15 @@ impl DataStatus {
         match self {
             DataStatus::Pending => "pending",
             DataStatus::Completed => "completed",
+            DataStatus::Forgetting => "forgetting",
         }
     }
 
     pub fn parse(s: &str) -> Self {
-        if s == "completed" {
-            DataStatus::Completed
-        } else {
-            DataStatus::Pending
+        match s {
+            "completed" => DataStatus::Completed,
+            "forgetting" => DataStatus::Forgetting,
+            _ => DataStatus::Pending,
         }
     }
 }

@@ -697,7 +697,20 @@ pub trait DataStore: Send + Sync {
 
     async fn count_data(&self, dataset: DatasetId) -> Result<u64>;
 
-    /// Deletes one item.
+    /// Hides `ids` (nodes, edge object ids, vector rows) from searches of
+    /// the dataset while `item` is being built or forgotten
+    /// (docs/reliability.md, "Crash-safe remember and forget"). Repeating a
+    /// row is harmless; the rows stay until [`DataStore::complete_data`]
+    /// or the item's deletion.
+    async fn quarantine(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()>;
+
+    /// Every id quarantined in the dataset, each once.
+    async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>>;
+
+    /// Marks the items completed and lifts their quarantine, together.
+    async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()>;
+
+    /// Deletes one item (and its quarantine).
     async fn delete_data(&self, dataset: DatasetId, id: Uuid) -> Result<()>;
 
     async fn delete_dataset_data(&self, dataset: DatasetId) -> Result<()>;
