@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod query;
 mod sessions;
 pub mod skills;
+pub(crate) mod visibility;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -145,6 +146,9 @@ pub(crate) struct Versions {
     /// One bump at a time: a bump that raced another of this process's
     /// would read as a foreign write.
     bump: tokio::sync::Mutex<()>,
+    /// Each dataset's quarantined ids, with the data version they were read
+    /// at (docs/reliability.md, "Crash-safe remember and forget").
+    hidden: std::sync::Mutex<std::collections::HashMap<recall_core::DatasetId, (u64, visibility::Hidden)>>,
 }
 
 impl Versions {
@@ -341,7 +345,30 @@ impl Engine {
         let versions = self.relational.datasets.data_versions(datasets).await?;
         let seen = self.versions.store_seen();
         self.versions.record(versions.store, versions.datasets);
-        self.refresh_if(seen.is_some_and(|seen| versions.store > seen)).await
+        self.refresh_if(seen.is_some_and(|seen| versions.store > seen)).await?;
+        self.read_quarantine(datasets).await
+    }
+
+    /// Re-reads the quarantine of the datasets whose data version moved
+    /// since it was last read: every write that quarantines bumps the
+    /// version first, so an unchanged version means an unchanged quarantine.
+    async fn read_quarantine(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
+        for dataset in datasets {
+            let version = self.data_version(*dataset);
+            let read_at = self.versions.hidden.lock().ok().and_then(|m| m.get(dataset).map(|(v, _)| *v));
+            if read_at != Some(version) {
+                let hidden = visibility::Hidden::new(self.relational.data.quarantined(*dataset).await?);
+                if let Ok(mut m) = self.versions.hidden.lock() {
+                    m.insert(*dataset, (version, hidden));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What searches of the dataset must not see, as last read.
+    pub(crate) fn hidden(&self, dataset: recall_core::DatasetId) -> visibility::Hidden {
+        self.versions.hidden.lock().ok().and_then(|m| m.get(&dataset).map(|(_, h)| h.clone())).unwrap_or_default()
     }
 
     /// When another process wrote, the vector store drops what it holds.

@@ -46,6 +46,13 @@ pub(crate) struct CognifyStats {
 /// Relationship names of the structural edges (everything else is an extracted relation).
 pub(crate) const STRUCTURAL_EDGES: &[&str] = &["is_part_of", "contains", "is_a", "made_from", "summarized_in"];
 
+/// The relation-edge property naming the document whose words the edge
+/// text is (absent on edges written before it existed).
+pub(crate) const TEXT_DOCUMENT_ID: &str = "text_document_id";
+
+/// What a `contains` edge's text starts with when the chunk described the entity.
+pub(crate) const MENTIONS_PREFIX: &str = "Document chunk mentions ";
+
 /// Longest merged entity description.
 const MAX_DESCRIPTION: usize = 1000;
 
@@ -162,7 +169,7 @@ impl BatchGraph {
             let contains_text = if description.is_empty() {
                 default_edge_text(&chunk.text, "contains", &name)
             } else {
-                format!("Document chunk mentions {name}: {description}")
+                format!("{MENTIONS_PREFIX}{name}: {description}")
             };
             self.add_edge(Edge::new(chunk.base.id, "contains", id).with_text(contains_text));
         }
@@ -183,10 +190,12 @@ impl BatchGraph {
                     default_edge_text(&name(&source), &rel, &name(&target))
                 }
             };
-            let entry = self
-                .relations
-                .entry((source, rel.clone(), target))
-                .or_insert_with(|| (Edge::new(source, &rel, target).with_text(text), BTreeSet::new()));
+            let entry = self.relations.entry((source, rel.clone(), target)).or_insert_with(|| {
+                let mut edge = Edge::new(source, &rel, target).with_text(text);
+                // Whose words the text is: a forget of that document rewrites it.
+                edge.properties.insert(TEXT_DOCUMENT_ID.into(), json!(chunk.document_id.to_string()));
+                (edge, BTreeSet::new())
+            });
             entry.1.insert(chunk.document_id.to_string());
         }
     }
@@ -195,15 +204,19 @@ impl BatchGraph {
 impl Engine {
     /// Cognifies pending items in batches of about `chunks_per_batch` chunks,
     /// marking each batch's items completed once all its writes succeed, then
-    /// refreshes the dataset's derived indexes.
+    /// refreshes the dataset's derived indexes: for the edge texts this run
+    /// wrote, and when `recount_all` (an earlier run was interrupted, and the
+    /// texts it wrote are not known) for every stale one.
     pub(crate) async fn cognify_pending(
         &self,
         dataset: &Dataset,
         pending: Vec<PendingItem>,
         progress: &dyn RememberProgress,
+        recount_all: bool,
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
-        let mut touched_edge_texts = BTreeSet::new();
+        let mut touched_edge_texts =
+            if recount_all { self.stale_edge_texts(dataset.id).await? } else { BTreeSet::new() };
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let budget = self.config.chunks_per_batch.max(1);
@@ -216,11 +229,10 @@ impl Engine {
                 let items: Vec<_> = std::mem::take(&mut batch);
                 batch_chunks = 0;
                 let written = self.write_batch(dataset.id, &items, &mut touched_edge_texts).await?;
+                // Completed and visible together (crate::visibility).
+                let ids: Vec<Uuid> = items.iter().map(|(p, _)| p.item.id).collect();
+                self.relational.data.complete_data(dataset.id, &ids).await?;
                 for (p, _) in &items {
-                    self.relational
-                        .data
-                        .set_data_status(dataset.id, p.item.id, recall_core::DataStatus::Completed)
-                        .await?;
                     progress.item_done(&p.item.name);
                 }
                 stats.items += items.len();
@@ -349,14 +361,20 @@ impl Engine {
             graph.add_edge(e);
         }
         let existing_relations = self.graph.neighborhood(dataset, &entity_ids, 0, EdgeProjection::All).await?.edges;
+        let mut known_relations = HashSet::new();
         for edge in existing_relations {
             let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
             if let Some((new_edge, docs)) = graph.relations.get_mut(&key) {
                 docs.extend(edge_document_ids(&edge));
                 // The first description of a fact wins.
                 new_edge.edge_text = edge.edge_text.clone();
+                let author = edge.properties.get(TEXT_DOCUMENT_ID).cloned().unwrap_or(Value::Null);
+                new_edge.properties.insert(TEXT_DOCUMENT_ID.into(), author);
+                known_relations.insert(key);
             }
         }
+        self.quarantine_batch(dataset, graph, &existing, &known_relations).await?;
+        let existing_entities: HashSet<Uuid> = existing.into_keys().collect();
 
         // Vectors first.
         let spec = self.embedder.spec();
@@ -372,14 +390,8 @@ impl Engine {
                 (d.base.id, d.name.clone(), payload(d.base.id, &d.name, &[("type", json!(d.document_type))]), vec![])
             })
             .collect();
-        let entity_rows = graph
-            .entities
-            .iter()
-            .map(|(id, e)| {
-                let extra = [("name", json!(e.name)), ("description", json!(e.description)), ("type", json!("Entity"))];
-                (*id, e.name.clone(), payload(*id, &e.name, &extra), e.belongs_to_set.clone())
-            })
-            .collect();
+        let entity_rows =
+            graph.entities.iter().map(|(id, e)| entity_row(*id, &e.name, &e.description, &e.belongs_to_set)).collect();
         let type_rows = graph
             .types
             .iter()
@@ -449,6 +461,11 @@ impl Engine {
             };
             nodes.push(Node::from_data_point(*id, node_types::ENTITY_TYPE, &t)?);
         }
+        // Entities the dataset already had get their merged descriptions
+        // only after the edges: by then the `contains` edges that quote this
+        // batch's part of each description exist, and a search can leave
+        // that part out until the batch completes (crate::visibility).
+        let mut merged = Vec::new();
         for (id, e) in &graph.entities {
             let mut base = DataPointBase::new(*id);
             base.belongs_to_set = e.belongs_to_set.clone();
@@ -460,7 +477,11 @@ impl Engine {
             };
             let mut node = Node::from_data_point(*id, node_types::ENTITY, &entity)?;
             node.properties.insert("type_name".into(), json!(e.type_name));
-            nodes.push(node);
+            if existing_entities.contains(id) {
+                merged.push(node);
+            } else {
+                nodes.push(node);
+            }
         }
         self.graph.upsert_nodes(dataset, &nodes).await?;
         let mut edges: Vec<Edge> = graph.edges.values().cloned().collect();
@@ -471,7 +492,77 @@ impl Engine {
         }
         touched_edge_texts.extend(edges.iter().filter_map(|e| e.edge_text.clone()));
         self.graph.upsert_edges(dataset, &edges).await?;
+        self.graph.upsert_nodes(dataset, &merged).await?;
         Ok(graph.chunks.len())
+    }
+
+    /// The edge texts whose EdgeType row disagrees with the visible graph:
+    /// a text without its row or with a wrong count, and a row whose text no
+    /// visible edge has any more. A run after an interrupted one, and every
+    /// forget, recount these (the texts a killed run touched are not known).
+    pub(crate) async fn stale_edge_texts(&self, dataset: DatasetId) -> Result<BTreeSet<String>> {
+        let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset).await?);
+        let graph = hidden.subgraph(self.graph.get_graph(dataset).await?);
+        let mut counts: HashMap<String, u64> = HashMap::new();
+        for text in counted_edge_texts(&graph) {
+            *counts.entry(text.to_string()).or_default() += 1;
+        }
+        let mut rows: HashMap<String, u64> = HashMap::new();
+        if self.vectors.has_collection(dataset, EDGE_TYPE_RELATIONSHIP_NAME).await? {
+            // Every row of the dataset: a search without a limit, from any direction.
+            let probe = vec![1.0; self.embedder.spec().dimensions];
+            for row in self.vectors.search(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &probe, None, None).await? {
+                if let Some(text) = row.payload.get("text").and_then(Value::as_str) {
+                    let n = row.payload.get("number_of_edges").and_then(Value::as_u64).unwrap_or(0);
+                    rows.insert(text.to_string(), n);
+                }
+            }
+        }
+        let wrong = counts.iter().filter(|(text, n)| rows.get(*text) != Some(n)).map(|(text, _)| text.clone());
+        let gone = rows.keys().filter(|text| !counts.contains_key(*text)).cloned();
+        Ok(wrong.chain(gone).collect())
+    }
+
+    /// Hides everything the batch adds — its documents, chunks and
+    /// summaries, and the entities, types and relations new to the dataset —
+    /// from searches before any of it is written, under the batch's first
+    /// item; [`DataStore::complete_data`] lifts it when the batch's items
+    /// complete, and a run killed in between leaves it hidden
+    /// (crate::visibility).
+    ///
+    /// [`DataStore::complete_data`]: recall_core::ports::DataStore::complete_data
+    async fn quarantine_batch(
+        &self,
+        dataset: DatasetId,
+        graph: &BatchGraph,
+        existing_entities: &HashMap<Uuid, Node>,
+        known_relations: &HashSet<(Uuid, String, Uuid)>,
+    ) -> Result<()> {
+        let Some(first) = graph.documents.first().map(|d| d.base.id) else {
+            return Ok(());
+        };
+        let type_ids: Vec<Uuid> = graph.types.keys().copied().collect();
+        let known_types: HashSet<Uuid> =
+            self.graph.get_nodes(dataset, &type_ids).await?.into_iter().map(|n| n.id).collect();
+        let fresh: Vec<Uuid> = graph
+            .documents
+            .iter()
+            .map(|d| d.base.id)
+            .chain(graph.chunks.iter().map(|c| c.base.id))
+            .chain(graph.summaries.iter().map(|s| s.base.id))
+            .chain(graph.entities.keys().filter(|id| !existing_entities.contains_key(id)).copied())
+            .chain(type_ids.into_iter().filter(|id| !known_types.contains(id)))
+            .chain(
+                graph
+                    .relations
+                    .keys()
+                    .filter(|key| !known_relations.contains(*key))
+                    .map(|(s, r, t)| ids::edge_object_id(*s, r, *t)),
+            )
+            .collect();
+        self.relational.data.quarantine(dataset, first, &fresh).await?;
+        // Readers re-read the quarantine when the version moves.
+        self.bump_data_version(dataset).await
     }
 
     /// Embeds `rows` (id, text, payload, tags) in batches and upserts them.
@@ -530,12 +621,14 @@ impl Engine {
         }
     }
 
-    /// Recounts EdgeType rows for the given edge texts from the whole graph
+    /// Recounts EdgeType rows for the given edge texts from the visible graph
     /// (one row per distinct edge text, `number_of_edges` its multiplicity;
     /// rows whose text no longer occurs are deleted), then rebuilds the
     /// global context index.
     pub(crate) async fn refresh_derived_indexes(&self, dataset: &Dataset, touched: &BTreeSet<String>) -> Result<()> {
-        let graph = self.graph.get_graph(dataset.id).await?;
+        // Built from what searches may see: nothing of an unfinished item.
+        let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset.id).await?);
+        let graph = hidden.subgraph(self.graph.get_graph(dataset.id).await?);
         self.refresh_edge_types(dataset.id, &graph, touched).await?;
         self.rebuild_global_context_index(dataset, &graph).await
     }
@@ -545,10 +638,8 @@ impl Engine {
             return Ok(());
         }
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for e in &graph.edges {
-            if let Some(t) = e.edge_text.as_deref() {
-                *counts.entry(t).or_default() += 1;
-            }
+        for t in counted_edge_texts(graph) {
+            *counts.entry(t).or_default() += 1;
         }
         let mut rows = Vec::new();
         let mut gone = Vec::new();
@@ -580,6 +671,12 @@ impl Engine {
     }
 }
 
+/// An entity's `Entity_name` row: its name embedded, its description carried.
+pub(crate) fn entity_row(id: Uuid, name: &str, description: &str, tags: &[String]) -> EmbedRow {
+    let extra = [("name", json!(name)), ("description", json!(description)), ("type", json!("Entity"))];
+    (id, name.to_string(), payload(id, name, &extra), tags.to_vec())
+}
+
 /// A vector payload: id, text, and extra fields.
 pub(crate) fn payload(id: Uuid, text: &str, extra: &[(&str, Value)]) -> Map<String, Value> {
     let mut p = Map::new();
@@ -606,6 +703,52 @@ fn chunk_payload(chunk: &DocumentChunk) -> Map<String, Value> {
             ("type", json!("DocumentChunk")),
         ],
     )
+}
+
+/// An entity's description without the parts only `gone` chunks gave it,
+/// or `None` when nothing changes. A chunk's part is the description its
+/// `contains` edge quotes ("Document chunk mentions <name>: <part>"); a part
+/// another chunk also gave stays.
+pub(crate) fn description_without<'a>(
+    entity: &Node,
+    contains: impl IntoIterator<Item = &'a Edge>,
+    gone: impl Fn(&Uuid) -> bool,
+) -> Option<String> {
+    let name = prop_str(entity, "name").unwrap_or("");
+    let old = prop_str(entity, "description").unwrap_or("");
+    let (mut dropped, mut kept) = (Vec::new(), Vec::new());
+    for e in contains.into_iter().filter(|e| e.relationship_name == "contains" && e.target_node_id == entity.id) {
+        let part = e
+            .edge_text
+            .as_deref()
+            .and_then(|t| t.strip_prefix(MENTIONS_PREFIX))
+            .and_then(|t| t.strip_prefix(name))
+            .and_then(|t| t.strip_prefix(": "));
+        if let Some(part) = part {
+            if gone(&e.source_node_id) {
+                dropped.push(part);
+            } else {
+                kept.push(part);
+            }
+        }
+    }
+    let mut description = old.to_string();
+    for part in dropped.iter().filter(|p| !kept.iter().any(|k| k.contains(**p))) {
+        description = description.replacen(part, "", 1);
+    }
+    let description = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    (description != old).then_some(description)
+}
+
+/// The texts of the edges EdgeType rows count: every edge but those of the
+/// global context index (its own plumbing, rewritten after the counts).
+fn counted_edge_texts(graph: &Subgraph) -> impl Iterator<Item = &str> {
+    let index: HashSet<Uuid> = ids_of_type(graph, node_types::GLOBAL_CONTEXT_SUMMARY);
+    graph
+        .edges
+        .iter()
+        .filter(move |e| !index.contains(&e.source_node_id) && !index.contains(&e.target_node_id))
+        .filter_map(|e| e.edge_text.as_deref())
 }
 
 /// Whether an edge is an extracted relation (not structural).

@@ -1,19 +1,22 @@
 //! `forget`: delete a document or a whole dataset, with everything derived
 //! from it, so nothing deleted can come back in a later recall.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, ENTITY_NAME, ENTITY_TYPE_NAME, TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
 use recall_core::ports::EdgeKey;
-use recall_core::{ids, DataItem, Dataset, DatasetRef, Edge, RecallError, Result, User};
+use recall_core::{ids, DataItem, DataStatus, Dataset, DatasetRef, Edge, Node, RecallError, Result, Subgraph, User};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::cognify::{edge_document_ids, ids_of_type, is_relation, prop_str};
+use super::cognify::{
+    default_edge_text, description_without, edge_document_ids, entity_row, ids_of_type, is_relation, prop_str,
+    TEXT_DOCUMENT_ID,
+};
 use crate::Engine;
 
 /// What a forget removed.
@@ -29,9 +32,11 @@ impl Engine {
     /// Deletes a dataset the caller may delete: its vectors (every
     /// collection, routing rows included), graph, data items, pipeline runs,
     /// grants and finally the dataset row, so an interrupted forget can simply
-    /// be repeated.
+    /// be repeated; from its start, searches see nothing of the dataset.
     pub async fn forget_dataset(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Dataset> {
         let dataset = self.deletable(user, &dataset.into()).await?;
+        // The whole dataset hidden until it is gone (crate::visibility).
+        self.relational.data.quarantine(dataset.id, Uuid::nil(), &[Uuid::nil()]).await?;
         self.bump_data_version(dataset.id).await?;
         self.vectors.delete_dataset(dataset.id).await?;
         self.graph.delete_dataset(dataset.id).await?;
@@ -65,7 +70,6 @@ impl Engine {
     /// [`Engine::forget_document`] once the dataset and item are known (an
     /// update forgets the old version of a document this way).
     pub(crate) async fn forget_item(&self, dataset: Dataset, item: DataItem) -> Result<ForgetOutcome> {
-        self.bump_data_version(dataset.id).await?;
         let graph = self.graph.get_graph(dataset.id).await?;
         let doc_key = item.id.to_string();
 
@@ -123,10 +127,16 @@ impl Engine {
         doomed_nodes.extend(&doomed_entities);
         doomed_nodes.extend(&doomed_types);
 
-        // Relations: drop this document from their supporters; delete those left with none.
+        // Relations: drop this document from their supporters; delete those
+        // left with none. A kept relation whose text is this document's words
+        // gets a text of the names alone.
+        let name_of = |id: &Uuid| {
+            graph.nodes.iter().find(|n| n.id == *id).and_then(|n| prop_str(n, "name")).unwrap_or("").to_string()
+        };
         let mut deleted_edges: Vec<&Edge> = Vec::new();
         let mut dropped_relations: Vec<EdgeKey> = Vec::new();
         let mut rewritten: Vec<Edge> = Vec::new();
+        let mut reworded: Vec<Edge> = Vec::new();
         for e in &graph.edges {
             if doomed_nodes.contains(&e.source_node_id) || doomed_nodes.contains(&e.target_node_id) {
                 deleted_edges.push(e);
@@ -143,18 +153,67 @@ impl Engine {
                 } else {
                     let mut kept = e.clone();
                     kept.properties.insert("document_ids".into(), json!(docs.into_iter().collect::<Vec<_>>()));
+                    if kept.properties.get(TEXT_DOCUMENT_ID).and_then(Value::as_str) == Some(doc_key.as_str()) {
+                        let text = default_edge_text(
+                            &name_of(&e.source_node_id),
+                            &e.relationship_name,
+                            &name_of(&e.target_node_id),
+                        );
+                        kept.edge_text = Some(text);
+                        kept.properties.insert(TEXT_DOCUMENT_ID.into(), Value::Null);
+                        let mut words = e.clone();
+                        words.edge_text = kept.edge_text.clone();
+                        words.properties.insert(TEXT_DOCUMENT_ID.into(), Value::Null);
+                        reworded.push(words);
+                    }
                     rewritten.push(kept);
                 }
             }
         }
+        let described = descriptions_without(&graph, &chunks, &mentioned, &doomed_entities);
 
         let triplets: Vec<Uuid> = deleted_edges
             .iter()
             .filter(|e| is_relation(e))
             .map(|e| ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id))
             .collect();
-        let touched: BTreeSet<String> = deleted_edges.iter().filter_map(|e| e.edge_text.clone()).collect();
         let as_vec = |s: &HashSet<Uuid>| s.iter().copied().collect::<Vec<_>>();
+
+        // What the document said about what outlives it goes first, before
+        // the item is marked: the descriptions of entities other documents
+        // still mention, and the words of relations it shared with others.
+        // (A forget killed before it marks the item leaves the document
+        // itself whole, and these words already gone.)
+        if !described.is_empty() {
+            let rows = described
+                .iter()
+                .map(|n| {
+                    let tags: Vec<String> = n
+                        .properties
+                        .get("belongs_to_set")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .unwrap_or_default();
+                    entity_row(n.id, prop_str(n, "name").unwrap_or(""), prop_str(n, "description").unwrap_or(""), &tags)
+                })
+                .collect();
+            self.embed_and_upsert(dataset.id, ENTITY_NAME, &self.embedder.spec(), rows).await?;
+            self.graph.upsert_nodes(dataset.id, &described).await?;
+        }
+        self.graph.upsert_edges(dataset.id, &reworded).await?;
+
+        // Hidden from searches before anything is deleted, and until the
+        // item is gone: a forget killed midway shows nothing of the document,
+        // and running it again finishes it (crate::visibility).
+        let mut hidden = as_vec(&doomed_nodes);
+        hidden.extend(
+            deleted_edges.iter().map(|e| ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id)),
+        );
+        self.relational.data.set_data_status(dataset.id, item.id, DataStatus::Forgetting).await?;
+        self.relational.data.quarantine(dataset.id, item.id, &hidden).await?;
+        self.bump_data_version(dataset.id).await?;
+
+        self.graph.upsert_edges(dataset.id, &rewritten).await?;
 
         // Vectors, then graph; the data item goes last so a failure can be retried.
         self.vectors.delete(dataset.id, DOCUMENT_CHUNK_TEXT, &as_vec(&chunks)).await?;
@@ -165,7 +224,10 @@ impl Engine {
         self.vectors.delete(dataset.id, TRIPLET_TEXT, &triplets).await?;
         self.graph.delete_nodes(dataset.id, &as_vec(&doomed_nodes)).await?;
         self.graph.delete_edges(dataset.id, &dropped_relations).await?;
-        self.graph.upsert_edges(dataset.id, &rewritten).await?;
+        // Every EdgeType row that disagrees with the graph now: the texts
+        // this forget removed or reworded, and those of an earlier attempt
+        // that was killed (they are no longer known).
+        let touched = self.stale_edge_texts(dataset.id).await?;
         self.refresh_derived_indexes(&dataset, &touched).await?;
         // Session answers that used a deleted node or edge go with it.
         if let Some(sessions) = &self.sessions {
@@ -205,4 +267,31 @@ impl Engine {
             RecallError::NotFound(format!("Document '{document}' not found in dataset '{}'.", dataset.name))
         })
     }
+}
+
+/// The entities `chunks` mention that outlive them (mentioned, not doomed),
+/// with what those chunks alone added to their descriptions taken out; only
+/// those whose description changes.
+fn descriptions_without(
+    graph: &Subgraph,
+    chunks: &HashSet<Uuid>,
+    mentioned: &HashSet<Uuid>,
+    doomed: &HashSet<Uuid>,
+) -> Vec<Node> {
+    let mut into: HashMap<Uuid, Vec<&Edge>> = HashMap::new();
+    for e in graph.edges.iter().filter(|e| e.relationship_name == "contains" && mentioned.contains(&e.target_node_id)) {
+        into.entry(e.target_node_id).or_default().push(e);
+    }
+    graph
+        .nodes
+        .iter()
+        .filter(|n| mentioned.contains(&n.id) && !doomed.contains(&n.id))
+        .filter_map(|n| {
+            let contains = into.get(&n.id)?;
+            let description = description_without(n, contains.iter().copied(), |chunk| chunks.contains(chunk))?;
+            let mut updated = n.clone();
+            updated.properties.insert("description".into(), json!(description));
+            Some(updated)
+        })
+        .collect()
 }

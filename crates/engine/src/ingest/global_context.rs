@@ -183,9 +183,26 @@ impl Engine {
             self.vectors.delete(dataset.id, DATASET_ROUTING, &stale).await?;
             self.graph.delete_nodes(dataset.id, &stale).await?;
         }
+        // A row is rewritten when its text changed, or when its edges are not
+        // all there (a run killed between the row's node and its edges).
+        let root_id = root_summary_id(dataset.id);
+        let summaries_by_doc = summaries_by_document(graph);
+        let linked: HashSet<(Uuid, Uuid)> = graph
+            .edges
+            .iter()
+            .filter(|e| e.relationship_name == "summarized_in")
+            .map(|e| (e.source_node_id, e.target_node_id))
+            .collect();
+        let linked_up = |r: &SummaryRow| match r.document_id {
+            None => true,
+            Some(doc) => {
+                linked.contains(&(r.id, root_id))
+                    && summaries_by_doc.get(&doc).into_iter().flatten().all(|s| linked.contains(&(*s, r.id)))
+            }
+        };
         let changed: Vec<&SummaryRow> = plan
             .iter()
-            .filter(|r| existing.get(&r.id).and_then(|n| prop_str(n, "text")) != Some(r.text.as_str()))
+            .filter(|r| existing.get(&r.id).and_then(|n| prop_str(n, "text")) != Some(r.text.as_str()) || !linked_up(r))
             .collect();
         if changed.is_empty() {
             return Ok(());
@@ -213,8 +230,6 @@ impl Engine {
 
         let mut nodes = Vec::new();
         let mut edges = Vec::new();
-        let root_id = root_summary_id(dataset.id);
-        let summaries_by_doc = summaries_by_document(graph);
         for r in &changed {
             let mut props = Map::new();
             props.insert("text".into(), json!(r.text));

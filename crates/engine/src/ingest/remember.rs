@@ -289,7 +289,8 @@ impl Engine {
                 }
             }
             progress.stage("cognify", pending.len());
-            let stats = self.cognify_pending(dataset, pending, progress).await?;
+            let repair = !self.interrupted_runs(dataset.id, run_id, pipelines::COGNIFY).await?.is_empty();
+            let stats = self.cognify_pending(dataset, pending, progress, repair).await?;
             outcome.items_added = stats.items;
             outcome.chunks_written = stats.chunks;
             Ok(())
@@ -314,7 +315,11 @@ impl Engine {
     ) -> Result<RememberOutcome> {
         let dataset = self.authorize(user, &dataset.into(), Permission::Write).await?;
         let mut items = Vec::new();
-        for item in self.relational.data.list_data(dataset.id).await? {
+        // An item whose forget was interrupted is finished by forgetting it
+        // again, not rebuilt.
+        for item in
+            self.relational.data.list_data(dataset.id).await?.into_iter().filter(|i| i.status != DataStatus::Forgetting)
+        {
             let text = if item.status == DataStatus::Completed {
                 String::new()
             } else {
@@ -382,10 +387,38 @@ impl Engine {
     /// that was only slow, not dead, still records its own end afterwards,
     /// which is the row that counts.
     async fn close_interrupted_runs(&self, dataset: DatasetId, run_id: Uuid, pipeline: &str) -> Result<()> {
+        let interrupted = RecallError::Validation {
+            name: "PipelineRunInterrupted",
+            message: "The run stopped before it finished (its process ended); a later run of the pipeline completed the work.".into(),
+        };
+        for last in self.interrupted_runs(dataset, run_id, pipeline).await? {
+            let info = last.run_info.clone();
+            self.record_run(
+                dataset,
+                last.pipeline_run_id,
+                pipeline,
+                PipelineRunStatus::Errored,
+                Some(&interrupted),
+                info,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The last row of each run of `pipeline` on the dataset that started
+    /// before `run_id` and never finished: its process was killed, or it is
+    /// still running in another process.
+    pub(crate) async fn interrupted_runs(
+        &self,
+        dataset: DatasetId,
+        run_id: Uuid,
+        pipeline: &str,
+    ) -> Result<Vec<PipelineRun>> {
         let runs = self.relational.runs.list_runs(dataset).await?;
         let runs: Vec<&PipelineRun> = runs.iter().filter(|r| r.pipeline_name == pipeline).collect();
         let Some(started) = runs.iter().filter(|r| r.pipeline_run_id == run_id).map(|r| r.created_at).min() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let mut latest: std::collections::HashMap<Uuid, &PipelineRun> = std::collections::HashMap::new();
         for run in &runs {
@@ -394,24 +427,13 @@ impl Engine {
                 *entry = run;
             }
         }
-        let interrupted = RecallError::Validation {
-            name: "PipelineRunInterrupted",
-            message: "The run stopped before it finished (its process ended); a later run of the pipeline completed the work.".into(),
-        };
-        for (id, last) in latest {
-            if id != run_id && last.status == PipelineRunStatus::Started && last.created_at <= started {
-                self.record_run(
-                    dataset,
-                    id,
-                    pipeline,
-                    PipelineRunStatus::Errored,
-                    Some(&interrupted),
-                    last.run_info.clone(),
-                )
-                .await?;
-            }
-        }
-        Ok(())
+        Ok(latest
+            .into_iter()
+            .filter(|(id, last)| {
+                *id != run_id && last.status == PipelineRunStatus::Started && last.created_at <= started
+            })
+            .map(|(_, last)| last.clone())
+            .collect())
     }
 }
 

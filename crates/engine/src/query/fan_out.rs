@@ -122,12 +122,14 @@ impl Engine {
         Ok(())
     }
 
-    /// The stores, models and data version for one dataset.
+    /// The stores, models and data version for one dataset: the stores as
+    /// a search may see them (without what is quarantined, crate::visibility).
     pub(crate) fn retrieval_context(&self, dataset: &Dataset, events: Arc<dyn RecallEvents>) -> DatasetPorts {
+        let (graph, vectors) = crate::visibility::visible_ports(&self.graph, &self.vectors, self.hidden(dataset.id));
         DatasetPorts {
             dataset: dataset.clone(),
-            graph: self.graph.clone(),
-            vectors: self.vectors.clone(),
+            graph,
+            vectors,
             embedder: self.query_embedder.clone(),
             llm: self.llm.clone(),
             data_version: self.data_version(dataset.id),
@@ -147,7 +149,7 @@ impl Engine {
     ) -> Result<SearchType> {
         let mut t = requested;
         if t == SearchType::FeelingLucky {
-            t = if self.graph.is_empty(ctx.dataset.id).await? {
+            t = if ctx.graph.is_empty(ctx.dataset.id).await? {
                 SearchType::HybridCompletion
             } else {
                 self.select_search_type(ctx, &request.query_text).await
@@ -157,8 +159,8 @@ impl Engine {
         if t == SearchType::HybridCompletion {
             let defer = request.options.neighborhood_depth.is_some()
                 || request.options.feedback_influence > 0.0
-                || (!self.graph.is_empty(ctx.dataset.id).await?
-                    && !self.vectors.has_collection(ctx.dataset.id, DOCUMENT_CHUNK_TEXT).await.unwrap_or(true));
+                || (!ctx.graph.is_empty(ctx.dataset.id).await?
+                    && !ctx.vectors.has_collection(ctx.dataset.id, DOCUMENT_CHUNK_TEXT).await.unwrap_or(true));
             if defer {
                 tracing::warn!(
                     "HYBRID_COMPLETION is not available for this search; answering with GRAPH_COMPLETION instead."
