@@ -185,6 +185,15 @@ impl Node {
     pub fn name(&self) -> Option<&str> {
         self.properties.get("name").and_then(Value::as_str)
     }
+
+    /// Its node-set tags (`belongs_to_set`).
+    pub fn tags(&self) -> Vec<String> {
+        self.properties
+            .get("belongs_to_set")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// A directed, named relationship between two nodes.

@@ -254,20 +254,8 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     /// the dataset's graph.
     async fn nodeset_subgraph(&self, dataset: DatasetId, filter: &NodeSetFilter) -> Result<Subgraph> {
         let graph = self.get_graph(dataset).await?;
-        let members: std::collections::HashSet<Uuid> = graph
-            .nodes
-            .iter()
-            .filter(|n| {
-                let tags: Vec<String> = n
-                    .properties
-                    .get("belongs_to_set")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                    .unwrap_or_default();
-                filter.matches(&tags)
-            })
-            .map(|n| n.id)
-            .collect();
+        let members: std::collections::HashSet<Uuid> =
+            graph.nodes.iter().filter(|n| filter.matches(&n.tags())).map(|n| n.id).collect();
         let edges: Vec<Edge> = graph
             .edges
             .into_iter()

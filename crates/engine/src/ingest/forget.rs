@@ -188,13 +188,8 @@ impl Engine {
             let rows = described
                 .iter()
                 .map(|n| {
-                    let tags: Vec<String> = n
-                        .properties
-                        .get("belongs_to_set")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                        .unwrap_or_default();
-                    entity_row(n.id, prop_str(n, "name").unwrap_or(""), prop_str(n, "description").unwrap_or(""), &tags)
+                    let description = prop_str(n, "description").unwrap_or("");
+                    entity_row(n.id, n.name().unwrap_or(""), description, &n.tags())
                 })
                 .collect();
             self.embed_and_upsert(dataset.id, ENTITY_NAME, &self.embedder.spec(), rows).await?;
