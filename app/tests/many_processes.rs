@@ -1,10 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Many processes on one embedded store (docs/reliability.md): `recall
-//! serve` answering HTTP recalls while two CLI writers remember and four
-//! CLI readers recall on the same data directory, for a bounded time. No
-//! command fails, no "database is locked" or commit conflict reaches a user,
-//! and every write is there at the end. `RECALL_CONCURRENCY_SECONDS` sets
-//! the length (default 20).
+//! Many processes on one store (docs/reliability.md): `recall serve`
+//! answering HTTP recalls while CLI writers remember and CLI readers recall
+//! on the same store, for a bounded time — the embedded default (one data
+//! directory; a server, two writers, four readers) and Postgres + LanceDB
+//! (eight clients: the server's, three writers, four readers). No command
+//! fails, no "database is locked" or commit conflict reaches a user, and
+//! every write is there at the end. `RECALL_CONCURRENCY_SECONDS` sets the
+//! length (default 20).
 
 mod common;
 
@@ -15,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn recall_cmd(data_dir: &std::path::Path) -> Command {
+fn recall_cmd(data_dir: &std::path::Path, env: &[(String, String)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_recall"));
-    c.arg("--data-dir").arg(data_dir);
+    c.arg("--data-dir").arg(data_dir).envs(env.iter().map(|(k, v)| (k, v)));
     c.env_remove("LLM_API_KEY")
         .env_remove("EMBEDDING_API_KEY")
         .env_remove("EMBEDDING_ENDPOINT")
@@ -28,31 +30,52 @@ fn recall_cmd(data_dir: &std::path::Path) -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_two_writers_and_four_readers_share_one_store() {
+    share_one_store(&[], 2, 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_clients_share_postgres_and_lancedb() {
+    let Some((url, name)) = recall_conformance::postgres::throwaway_database("many").await else {
+        return;
+    };
+    share_one_store(&[("RECALL_DB_URL".to_string(), url)], 3, 4).await;
+    recall_conformance::postgres::drop_database(&name).await;
+}
+
+/// The stores take turns: two such loads at once on two cores starve both.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A server, `writers` CLI writers and `readers` CLI readers on one store
+/// (the data directory, plus `env`'s settings) for the bounded time.
+async fn share_one_store(env: &[(String, String)], writers: usize, readers: usize) {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let seconds: u64 = std::env::var("RECALL_CONCURRENCY_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_path_buf();
-    let seed =
-        common::recall(&d, &["remember", "--dataset", "seed", "--text", "The lighthouse keeper winds the clock."]);
+    let cli = |args: &[&str]| recall_cmd(&d, env).args(args).output().unwrap();
+    let seed = cli(&["remember", "--dataset", "seed", "--text", "The lighthouse keeper winds the clock."]);
     assert!(seed.status.success(), "{}", String::from_utf8_lossy(&seed.stderr));
-    let created = common::recall(&d, &["api-key", "create", "--json"]);
+    let created = cli(&["api-key", "create", "--json"]);
     let key: Value = serde_json::from_slice(&created.stdout).unwrap();
     let key = key["key"].as_str().unwrap().to_string();
 
-    let (mut server, base) = common::serve(&d).await;
+    let (mut server, base) = common::serve_with(&d, env).await;
     let client = reqwest::Client::new();
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut threads = Vec::new();
-    let written: Vec<Arc<AtomicUsize>> = (0..2).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+    let written: Vec<Arc<AtomicUsize>> = (0..writers).map(|_| Arc::new(AtomicUsize::new(0))).collect();
     for (w, count) in written.iter().enumerate() {
-        let (d, count, failures) = (d.clone(), count.clone(), failures.clone());
+        let (d, count, failures, env) = (d.clone(), count.clone(), failures.clone(), env.to_vec());
         threads.push(std::thread::spawn(move || {
             while Instant::now() < deadline {
                 let n = count.load(Ordering::SeqCst) + 1;
                 let text = format!("Writer {w} fact {n}: the harbour bell rings {n} times.");
-                let o =
-                    recall_cmd(&d).args(["remember", "--dataset", &format!("w{w}"), "--text", &text]).output().unwrap();
+                let o = recall_cmd(&d, &env)
+                    .args(["remember", "--dataset", &format!("w{w}"), "--text", &text])
+                    .output()
+                    .unwrap();
                 if o.status.success() {
                     count.store(n, Ordering::SeqCst);
                 } else {
@@ -62,11 +85,14 @@ async fn a_server_two_writers_and_four_readers_share_one_store() {
         }));
     }
     let reads = Arc::new(AtomicUsize::new(0));
-    for r in 0..4 {
-        let (d, reads, failures) = (d.clone(), reads.clone(), failures.clone());
+    for r in 0..readers {
+        let (d, reads, failures, env) = (d.clone(), reads.clone(), failures.clone(), env.to_vec());
         threads.push(std::thread::spawn(move || {
             while Instant::now() < deadline {
-                let o = recall_cmd(&d).args(["recall", "harbour bell", "--type", "CHUNKS", "--json"]).output().unwrap();
+                let o = recall_cmd(&d, &env)
+                    .args(["recall", "harbour bell", "--type", "CHUNKS", "--json"])
+                    .output()
+                    .unwrap();
                 match serde_json::from_slice::<Value>(&o.stdout) {
                     Ok(Value::Array(_)) if o.status.success() => {
                         reads.fetch_add(1, Ordering::SeqCst);
@@ -102,26 +128,23 @@ async fn a_server_two_writers_and_four_readers_share_one_store() {
     );
     let failures = failures.lock().unwrap().clone();
     assert!(failures.is_empty(), "{} failures, e.g. {:?}", failures.len(), &failures[..failures.len().min(3)]);
-    assert!(reads.load(Ordering::SeqCst) >= 4 && http_calls >= 10, "the readers ran");
+    assert!(reads.load(Ordering::SeqCst) >= readers && http_calls >= 10, "the readers ran");
 
     // Every write is there, in the CLI and through the server.
     for (w, count) in written.iter().enumerate() {
         let n = count.load(Ordering::SeqCst);
         assert!(n >= 1, "writer {w} wrote nothing");
-        let o = common::recall(
-            &d,
-            &[
-                "recall",
-                &format!("Writer {w} fact"),
-                "-d",
-                &format!("w{w}"),
-                "--type",
-                "CHUNKS",
-                "--top-k",
-                "1000",
-                "--json",
-            ],
-        );
+        let o = cli(&[
+            "recall",
+            &format!("Writer {w} fact"),
+            "-d",
+            &format!("w{w}"),
+            "--type",
+            "CHUNKS",
+            "--top-k",
+            "1000",
+            "--json",
+        ]);
         let found: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(found.as_array().unwrap().len(), n, "writer {w}: every remembered fact is found");
         let over_http: Value = client

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[allow(dead_code)] // not every test binary runs the plain CLI
 pub fn recall(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_recall"))
         .arg("--data-dir")
@@ -22,6 +23,12 @@ pub fn recall(data_dir: &Path, args: &[&str]) -> Output {
 /// default posture, once its `/health` answers 200; the process and the base URL.
 #[allow(dead_code)] // not every test binary starts a server
 pub async fn serve(data_dir: &Path) -> (std::process::Child, String) {
+    serve_with(data_dir, &[]).await
+}
+
+/// [`serve`] with extra environment (another store's settings, say).
+#[allow(dead_code)]
+pub async fn serve_with(data_dir: &Path, env: &[(String, String)]) -> (std::process::Child, String) {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -35,6 +42,7 @@ pub async fn serve(data_dir: &Path) -> (std::process::Child, String) {
         .env_remove("RECALL_USER")
         .env_remove("ENABLE_BACKEND_ACCESS_CONTROL")
         .env_remove("REQUIRE_AUTHENTICATION")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
