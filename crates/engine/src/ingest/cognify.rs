@@ -215,8 +215,7 @@ impl Engine {
         recount_all: bool,
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
-        let mut touched_edge_texts =
-            if recount_all { self.stale_edge_texts(dataset.id).await? } else { BTreeSet::new() };
+        let mut touched_edge_texts = BTreeSet::new();
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let budget = self.config.chunks_per_batch.max(1);
@@ -239,7 +238,7 @@ impl Engine {
                 stats.chunks += written;
             }
         }
-        self.refresh_derived_indexes(dataset, &touched_edge_texts).await?;
+        self.refresh_derived_indexes(dataset, &touched_edge_texts, recount_all).await?;
         Ok(stats)
     }
 
@@ -496,16 +495,13 @@ impl Engine {
         Ok(graph.chunks.len())
     }
 
-    /// The edge texts whose EdgeType row disagrees with the visible graph:
-    /// a text without its row or with a wrong count, and a row whose text no
-    /// visible edge has any more. A run after an interrupted one, and every
-    /// forget, recount these (the texts a killed run touched are not known).
-    pub(crate) async fn stale_edge_texts(&self, dataset: DatasetId) -> Result<BTreeSet<String>> {
-        let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset).await?);
-        let graph = hidden.subgraph(self.graph.get_graph(dataset).await?);
-        let mut counts: HashMap<String, u64> = HashMap::new();
-        for text in counted_edge_texts(&graph) {
-            *counts.entry(text.to_string()).or_default() += 1;
+    /// The edge texts whose EdgeType row disagrees with `graph` (the visible
+    /// one): a text without its row or with a wrong count, and a row whose
+    /// text no edge has any more.
+    async fn stale_edge_texts(&self, dataset: DatasetId, graph: &Subgraph) -> Result<BTreeSet<String>> {
+        let mut counts: HashMap<&str, u64> = HashMap::new();
+        for text in counted_edge_texts(graph) {
+            *counts.entry(text).or_default() += 1;
         }
         let mut rows: HashMap<String, u64> = HashMap::new();
         if self.vectors.has_collection(dataset, EDGE_TYPE_RELATIONSHIP_NAME).await? {
@@ -518,8 +514,8 @@ impl Engine {
                 }
             }
         }
-        let wrong = counts.iter().filter(|(text, n)| rows.get(*text) != Some(n)).map(|(text, _)| text.clone());
-        let gone = rows.keys().filter(|text| !counts.contains_key(*text)).cloned();
+        let wrong = counts.iter().filter(|(text, n)| rows.get(**text) != Some(n)).map(|(text, _)| text.to_string());
+        let gone = rows.keys().filter(|text| !counts.contains_key(text.as_str())).cloned();
         Ok(wrong.chain(gone).collect())
     }
 
@@ -624,12 +620,25 @@ impl Engine {
     /// Recounts EdgeType rows for the given edge texts from the visible graph
     /// (one row per distinct edge text, `number_of_edges` its multiplicity;
     /// rows whose text no longer occurs are deleted), then rebuilds the
-    /// global context index.
-    pub(crate) async fn refresh_derived_indexes(&self, dataset: &Dataset, touched: &BTreeSet<String>) -> Result<()> {
+    /// global context index. With `recount_stale`, every row that disagrees
+    /// with the graph is recounted too: after an interrupted run, and on
+    /// every forget (the texts a killed run touched are not known).
+    pub(crate) async fn refresh_derived_indexes(
+        &self,
+        dataset: &Dataset,
+        touched: &BTreeSet<String>,
+        recount_stale: bool,
+    ) -> Result<()> {
         // Built from what searches may see: nothing of an unfinished item.
         let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset.id).await?);
         let graph = hidden.subgraph(self.graph.get_graph(dataset.id).await?);
-        self.refresh_edge_types(dataset.id, &graph, touched).await?;
+        if recount_stale {
+            let mut all = touched.clone();
+            all.extend(self.stale_edge_texts(dataset.id, &graph).await?);
+            self.refresh_edge_types(dataset.id, &graph, &all).await?;
+        } else {
+            self.refresh_edge_types(dataset.id, &graph, touched).await?;
+        }
         self.rebuild_global_context_index(dataset, &graph).await
     }
 

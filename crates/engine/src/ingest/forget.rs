@@ -152,7 +152,6 @@ impl Engine {
                     deleted_edges.push(e);
                 } else {
                     let mut kept = e.clone();
-                    kept.properties.insert("document_ids".into(), json!(docs.into_iter().collect::<Vec<_>>()));
                     if kept.properties.get(TEXT_DOCUMENT_ID).and_then(Value::as_str) == Some(doc_key.as_str()) {
                         let text = default_edge_text(
                             &name_of(&e.source_node_id),
@@ -161,11 +160,10 @@ impl Engine {
                         );
                         kept.edge_text = Some(text);
                         kept.properties.insert(TEXT_DOCUMENT_ID.into(), Value::Null);
-                        let mut words = e.clone();
-                        words.edge_text = kept.edge_text.clone();
-                        words.properties.insert(TEXT_DOCUMENT_ID.into(), Value::Null);
-                        reworded.push(words);
+                        // Reworded first, still asserted by this document.
+                        reworded.push(kept.clone());
                     }
+                    kept.properties.insert("document_ids".into(), json!(docs.into_iter().collect::<Vec<_>>()));
                     rewritten.push(kept);
                 }
             }
@@ -222,8 +220,7 @@ impl Engine {
         // Every EdgeType row that disagrees with the graph now: the texts
         // this forget removed or reworded, and those of an earlier attempt
         // that was killed (they are no longer known).
-        let touched = self.stale_edge_texts(dataset.id).await?;
-        self.refresh_derived_indexes(&dataset, &touched).await?;
+        self.refresh_derived_indexes(&dataset, &BTreeSet::new(), true).await?;
         // Session answers that used a deleted node or edge go with it.
         if let Some(sessions) = &self.sessions {
             let mut gone = as_vec(&doomed_nodes);
