@@ -208,6 +208,15 @@ impl DataStore for MemoryRelationalStore {
         Ok(())
     }
 
+    async fn begin_forget(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()> {
+        let mut state = self.state.write().await;
+        if let Some(row) = state.data.get_mut(&(dataset, item)) {
+            row.status = DataStatus::Forgetting;
+        }
+        state.quarantine.extend(ids.iter().map(|id| (dataset, *id, item)));
+        Ok(())
+    }
+
     async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>> {
         let state = self.state.read().await;
         let ids: BTreeSet<Uuid> = state.quarantine.iter().filter(|(d, _, _)| *d == dataset).map(|r| r.1).collect();

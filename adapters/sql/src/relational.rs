@@ -130,6 +130,28 @@ impl SqlRelationalStore {
             .await?;
         rows.first().map(dataset_from_row).transpose()
     }
+
+    /// Quarantine rows for `item`, many per statement, inside `txn`.
+    async fn insert_quarantine(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        dataset: DatasetId,
+        item: Uuid,
+        ids: &[Uuid],
+    ) -> Result<()> {
+        for part in ids.chunks(QUARANTINE_ROWS) {
+            let sql = format!(
+                "INSERT INTO data_quarantine (dataset_id, node_id, data_id) VALUES {} ON CONFLICT DO NOTHING",
+                crate::placeholders(part.len(), 3)
+            );
+            let values: Vec<Value> = part
+                .iter()
+                .flat_map(|id| [dataset.to_string().into(), id.to_string().into(), item.to_string().into()])
+                .collect();
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -407,17 +429,16 @@ impl DataStore for SqlRelationalStore {
 
     async fn quarantine(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()> {
         let txn = self.db.conn.begin().await.map_err(db_err)?;
-        for part in ids.chunks(QUARANTINE_ROWS) {
-            let sql = format!(
-                "INSERT INTO data_quarantine (dataset_id, node_id, data_id) VALUES {} ON CONFLICT DO NOTHING",
-                crate::placeholders(part.len(), 3)
-            );
-            let values: Vec<Value> = part
-                .iter()
-                .flat_map(|id| [dataset.to_string().into(), id.to_string().into(), item.to_string().into()])
-                .collect();
-            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
-        }
+        self.insert_quarantine(&txn, dataset, item, ids).await?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn begin_forget(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()> {
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        self.insert_quarantine(&txn, dataset, item, ids).await?;
+        let sql = "UPDATE data SET status = $1 WHERE dataset_id = $2 AND id = $3";
+        let values = vec![DataStatus::Forgetting.as_str().into(), dataset.to_string().into(), item.to_string().into()];
+        txn.execute_raw(self.db.stmt(sql, values)).await.map_err(db_err)?;
         txn.commit().await.map_err(db_err)
     }
 

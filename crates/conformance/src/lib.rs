@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod postgres;
+pub mod s3;
 mod sessions;
 
 pub use sessions::session_store_conformance;
@@ -848,6 +849,14 @@ async fn quarantine_conformance(data: &dyn DataStore, item: &DataItem, other: &D
     data.quarantine(docs, item.id, &[a]).await.unwrap();
     data.delete_dataset_data(other.id).await.unwrap();
     assert_eq!(data.quarantined(docs).await.unwrap(), vec![a], "another dataset's deletion leaves it");
+    data.complete_data(docs, &[item.id]).await.unwrap();
+    assert!(data.quarantined(docs).await.unwrap().is_empty());
+
+    // A forget's start: the status and the rows land together.
+    data.begin_forget(docs, item.id, &[a, b]).await.unwrap();
+    assert_eq!(sorted(data.quarantined(docs).await.unwrap()), sorted(vec![a, b]));
+    let status = data.list_data(docs).await.unwrap().into_iter().find(|i| i.id == item.id).map(|i| i.status);
+    assert_eq!(status, Some(DataStatus::Forgetting));
     data.complete_data(docs, &[item.id]).await.unwrap();
     assert!(data.quarantined(docs).await.unwrap().is_empty());
 }

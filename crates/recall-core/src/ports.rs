@@ -692,6 +692,11 @@ pub trait DataStore: Send + Sync {
     /// or the item's deletion.
     async fn quarantine(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()>;
 
+    /// Marks the item [`DataStatus::Forgetting`] and quarantines `ids`,
+    /// together: a forget killed at any instant leaves either a completed
+    /// item that shows or a forgetting one that does not.
+    async fn begin_forget(&self, dataset: DatasetId, item: Uuid, ids: &[Uuid]) -> Result<()>;
+
     /// Every id quarantined in the dataset, each once.
     async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>>;
 

@@ -8,7 +8,7 @@ use recall_core::model::collections::{
 };
 use recall_core::model::node_types;
 use recall_core::ports::EdgeKey;
-use recall_core::{ids, DataItem, DataStatus, Dataset, DatasetRef, Edge, Node, RecallError, Result, Subgraph, User};
+use recall_core::{ids, DataItem, Dataset, DatasetRef, Edge, Node, RecallError, Result, Subgraph, User};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -202,8 +202,7 @@ impl Engine {
         hidden.extend(
             deleted_edges.iter().map(|e| ids::edge_object_id(e.source_node_id, &e.relationship_name, e.target_node_id)),
         );
-        self.relational.data.set_data_status(dataset.id, item.id, DataStatus::Forgetting).await?;
-        self.relational.data.quarantine(dataset.id, item.id, &hidden).await?;
+        self.relational.data.begin_forget(dataset.id, item.id, &hidden).await?;
         self.bump_data_version(dataset.id).await?;
 
         self.graph.upsert_edges(dataset.id, &rewritten).await?;
