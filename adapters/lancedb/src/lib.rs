@@ -127,9 +127,22 @@ enum CacheSlot {
 }
 
 impl LanceVectorStore {
-    /// Opens (or creates) the database at `uri`.
+    /// Opens (or creates) the database at `uri`: a directory, or an
+    /// object-store URI such as `s3://bucket/prefix`, configured by the
+    /// standard `AWS_*` variables (docs/backends.md).
     pub async fn connect(uri: &str) -> Result<Self> {
-        let conn = lancedb::connect(uri).execute().await.map_err(lance_err)?;
+        Self::connect_with_options(uri, Vec::<(String, String)>::new()).await
+    }
+
+    /// [`Self::connect`] with object-store options that take precedence over
+    /// the environment (for `s3://`: `aws_endpoint`, `aws_region`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `allow_http`, …).
+    pub async fn connect_with_options(uri: &str, options: Vec<(String, String)>) -> Result<Self> {
+        let conn = lancedb::connect(uri)
+            .storage_options(options)
+            .execute()
+            .await
+            .map_err(|e| RecallError::backend_msg(format!("cannot open the LanceDB database at {uri}: {e}")))?;
         Ok(Self {
             conn,
             index_threshold: Some(DEFAULT_INDEX_THRESHOLD),
@@ -339,6 +352,46 @@ impl LanceVectorStore {
         }
     }
 
+    /// A create that raced another process's create of the same table can
+    /// land as an empty overwrite on top of it (Lance rebases a create onto a
+    /// table that appeared meanwhile), hiding the rows the other process wrote
+    /// in between: they are put back from the version before ours, inserted
+    /// where absent so a newer write of the same id wins.
+    async fn put_back_overwritten_rows(&self, collection: &str, table: &Table, ours: u64) -> Result<()> {
+        let before = self.conn.open_table(collection).execute().await.map_err(lance_err)?;
+        before.checkout(ours - 1).await.map_err(lance_err)?;
+        let batches: Vec<RecordBatch> =
+            collect_batches(before.query()).await?.into_iter().filter(|b| b.num_rows() > 0).collect();
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        tracing::warn!(
+            collection,
+            version = ours,
+            rows,
+            "a concurrent create overwrote the table; putting its rows back"
+        );
+        if rows == 0 {
+            return Ok(());
+        }
+        let schema = batches[0].schema();
+        retry_conflicts(table, || {
+            let reader: Box<dyn RecordBatchReader + Send> =
+                Box::new(RecordBatchIterator::new(batches.clone().into_iter().map(Ok), schema.clone()));
+            let mut merge = table.merge_insert(&["dataset_id", "id"]);
+            merge.when_not_matched_insert_all();
+            async move { merge.execute(reader).await.map(|_| ()) }
+        })
+        .await?;
+        self.forget_cache(collection).await;
+        Ok(())
+    }
+
+    /// After a write conflicted with another process's: the collection's
+    /// search cache may miss what that process changed.
+    async fn forget_cache(&self, collection: &str) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.caches.lock().await.remove(collection);
+    }
+
     async fn write_lock(&self, collection: &str) -> Arc<Mutex<()>> {
         self.write_locks.lock().await.entry(collection.to_string()).or_default().clone()
     }
@@ -386,6 +439,39 @@ fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[Vecto
         vec![Arc::new(ids), Arc::new(datasets), Arc::new(vectors), Arc::new(payloads), Arc::new(sets.finish())],
     )
     .map_err(arrow_err)
+}
+
+/// Attempts of a write that conflicts with other processes' commits.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// A commit that lost to another process's incompatible one (Lance retries
+/// compatible ones itself).
+fn is_commit_conflict(err: &lancedb::Error) -> bool {
+    let text = err.to_string();
+    matches!(err, lancedb::Error::Lance { .. })
+        && (text.contains("Incompatible transaction") || text.contains("ommit conflict"))
+}
+
+/// Runs an idempotent write, again on the table's latest version when it
+/// lost a commit race to another process, up to [`WRITE_ATTEMPTS`] times.
+/// `Ok(true)` when a retry happened.
+async fn retry_conflicts<F, Fut>(table: &Table, mut write: F) -> Result<bool>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = lancedb::Result<()>>,
+{
+    let mut attempt = 1;
+    loop {
+        match write().await {
+            Ok(()) => return Ok(attempt > 1),
+            Err(e) if attempt < WRITE_ATTEMPTS && is_commit_conflict(&e) => {
+                tracing::debug!(attempt, error = %e, "commit conflict; retrying on the latest version");
+                table.checkout_latest().await.map_err(lance_err)?;
+                attempt += 1;
+            }
+            Err(e) => return Err(lance_err(e)),
+        }
+    }
 }
 
 /// Runs a query and collects its record batches.
@@ -491,7 +577,22 @@ impl VectorStore for LanceVectorStore {
                 Err(mismatch(dataset, &existing, &spec.model, spec.dimensions))
             };
         }
-        let table = self.conn.create_empty_table(collection, schema_for(spec)?).execute().await.map_err(lance_err)?;
+        let table = match self.conn.create_empty_table(collection, schema_for(spec)?).execute().await {
+            Ok(table) => table,
+            // Another process created it between our look and our create.
+            Err(lancedb::Error::TableAlreadyExists { .. }) => {
+                return match self.open(collection).await? {
+                    Some((_, existing)) if existing == *spec => Ok(()),
+                    Some((_, existing)) => Err(mismatch(dataset, &existing, &spec.model, spec.dimensions)),
+                    None => Err(RecallError::backend_msg(format!("table '{collection}' vanished while created"))),
+                };
+            }
+            Err(e) => return Err(lance_err(e)),
+        };
+        let version = table.version().await.map_err(lance_err)?;
+        if version > 1 {
+            self.put_back_overwritten_rows(collection, &table, version).await?;
+        }
         self.tables.lock().await.insert(collection.to_string(), (table, spec.clone()));
         Ok(())
     }
@@ -538,13 +639,19 @@ impl VectorStore for LanceVectorStore {
         unique.reverse();
         let schema = table.schema().await.map_err(lance_err)?;
         let batch = to_batch(schema.clone(), dataset, spec.dimensions, &unique)?;
-        let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(vec![Ok(batch)], schema));
         let lock = self.write_lock(collection).await;
         let _guard = lock.lock().await;
-        let mut merge = table.merge_insert(&["dataset_id", "id"]);
-        merge.when_matched_update_all(None).when_not_matched_insert_all();
-        merge.execute(reader).await.map_err(lance_err)?;
-        if let Some(cache) = self.loaded_cache(collection).await {
+        let retried = retry_conflicts(&table, || {
+            let reader: Box<dyn RecordBatchReader + Send> =
+                Box::new(RecordBatchIterator::new(vec![Ok(batch.clone())], schema.clone()));
+            let mut merge = table.merge_insert(&["dataset_id", "id"]);
+            merge.when_matched_update_all(None).when_not_matched_insert_all();
+            async move { merge.execute(reader).await.map(|_| ()) }
+        })
+        .await?;
+        if retried {
+            self.forget_cache(collection).await;
+        } else if let Some(cache) = self.loaded_cache(collection).await {
             cache.upsert_rows(
                 unique
                     .into_iter()
@@ -642,11 +749,12 @@ impl VectorStore for LanceVectorStore {
         let _guard = lock.lock().await;
         for chunk in ids.chunks(500) {
             let list = chunk.iter().map(|id| quote(&id.to_string())).collect::<Vec<_>>().join(", ");
-            table
-                .delete(format!("{} AND id IN ({list})", dataset_filter(dataset)).as_str())
-                .await
-                .map_err(lance_err)?;
-            if let Some(cache) = self.loaded_cache(collection).await {
+            let predicate = format!("{} AND id IN ({list})", dataset_filter(dataset));
+            let retried =
+                retry_conflicts(&table, || async { table.delete(predicate.as_str()).await.map(|_| ()) }).await?;
+            if retried {
+                self.forget_cache(collection).await;
+            } else if let Some(cache) = self.loaded_cache(collection).await {
                 cache.remove(dataset, chunk);
             }
         }
