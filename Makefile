@@ -49,6 +49,7 @@ run: build
 test: deps
 	@pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null || echo "NOTE: PostgreSQL is unreachable at 127.0.0.1:5432: the Postgres suites will be SKIPPED"
 	@[ -n "$$NEO4J_URI" ] || echo "NOTE: NEO4J_URI is unset: the Neo4j suites will be SKIPPED (eval \"\$$(FALKOR_SHIM_UPSTREAM=resp ../shared/tools/falkordb-bolt/falkordb-bolt.sh start)\" to run them)"
+	@[ -n "$$RECALL_TEST_S3_ENDPOINT" ] || echo "NOTE: RECALL_TEST_S3_ENDPOINT is unset: the LanceDB-on-S3 suites will be SKIPPED (moto_server -H 127.0.0.1 -p 5055 & export RECALL_TEST_S3_ENDPOINT=http://127.0.0.1:5055)"
 	$(CARGO) test --workspace --all-targets
 
 lint:

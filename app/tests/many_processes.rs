@@ -2,8 +2,10 @@
 //! Many processes on one store (docs/reliability.md): `recall serve`
 //! answering HTTP recalls while CLI writers remember and CLI readers recall
 //! on the same store, for a bounded time — the embedded default (one data
-//! directory; a server, two writers, four readers) and Postgres + LanceDB
-//! (eight clients: the server's, three writers, four readers). No command
+//! directory; a server, two writers, four readers), Postgres + LanceDB
+//! (eight clients: the server's, three writers, four readers), and the
+//! embedded relational store with LanceDB on S3 (a server, two writers, two
+//! readers; `RECALL_TEST_S3_ENDPOINT`). No command
 //! fails, no "database is locked" or commit conflict reaches a user, and
 //! every write is there at the end. `RECALL_CONCURRENCY_SECONDS` sets the
 //! length (default 20).
@@ -40,6 +42,17 @@ async fn eight_clients_share_postgres_and_lancedb() {
     };
     share_one_store(&[("RECALL_DB_URL".to_string(), url)], 3, 4).await;
     recall_conformance::postgres::drop_database(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_share_lancedb_on_s3() {
+    let Some(bucket) = recall_conformance::s3::throwaway_bucket("many").await else {
+        return;
+    };
+    // What a user sets: the URL and the standard AWS variables.
+    let mut env = bucket.env();
+    env.push(("RECALL_VECTOR_URL".to_string(), bucket.uri("lancedb")));
+    share_one_store(&env, 2, 2).await;
 }
 
 /// The stores take turns: two such loads at once on two cores starve both.
