@@ -9,7 +9,7 @@ DATA_DIR ?= .recall-demo
 # Small chunks, so the demo shows chunk-level hits in short documents.
 RECALL = RECALL_CHUNK_SIZE=40 $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
 
-.PHONY: run test build deps lint fmt clean-demo bench bench-http
+.PHONY: run test build deps lint fmt clean-demo bench bench-http soak
 
 # LanceDB's build needs protoc.
 deps:
@@ -73,3 +73,12 @@ bench-http: deps
 	$(CARGO) build --release -p recall --bin recall --bin recall-bench --bin recall-http-bench
 	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
 	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR) --seconds 10
+
+# The soak (docs/reliability.md, "Soak over HTTP"): 16 clients mixing recalls and
+# remembers against `recall serve` for 10 minutes, on a copy of the bench store.
+SOAK_SECONDS ?= 600
+soak: deps
+	$(CARGO) build --release -p recall --bin recall --bin recall-bench --bin recall-http-bench
+	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
+	rm -rf $(BENCH_DIR)-soak && cp -r $(BENCH_DIR) $(BENCH_DIR)-soak
+	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR)-soak --soak $(SOAK_SECONDS) --clients 16

@@ -11,6 +11,10 @@
 //! authentication off) as a separate process and loads it from this one.
 //! `--embedder` (default hashing) must name the embedder the store was built
 //! with (recall-bench's `--embedder`).
+//!
+//! `--soak SECONDS [--clients 16]` runs the soak instead (docs/reliability.md,
+//! "Soak over HTTP"): recalls of three types and remembers, mixed, from many
+//! clients for a long time; statuses, latencies and the server's memory.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,6 +99,136 @@ async fn load(
     (all.len() as f64 / elapsed, all, failures)
 }
 
+/// What a soak request does.
+#[derive(Clone, Copy)]
+enum Op {
+    Chunks,
+    GraphContext,
+    HybridContext,
+    Remember,
+}
+
+impl Op {
+    const ALL: [Op; 4] = [Op::Chunks, Op::GraphContext, Op::HybridContext, Op::Remember];
+
+    fn label(self) -> &'static str {
+        match self {
+            Op::Chunks => "CHUNKS",
+            Op::GraphContext => "GRAPH_COMPLETION only_context",
+            Op::HybridContext => "HYBRID_COMPLETION only_context",
+            Op::Remember => "remember",
+        }
+    }
+
+    /// The `n`-th request of a client: one remember in `REMEMBER_EVERY`,
+    /// the recall types in turn otherwise.
+    fn nth(n: usize) -> Op {
+        if n % REMEMBER_EVERY == REMEMBER_EVERY - 1 {
+            Op::Remember
+        } else {
+            Op::ALL[n % 3]
+        }
+    }
+}
+
+/// One request in this many is a remember.
+const REMEMBER_EVERY: usize = 25;
+
+const PEOPLE: &[&str] = &["Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra", "Barbara Liskov"];
+const THINGS: &[&str] = &["Analytical Engine", "Turing Machine", "COBOL", "Structured Programming", "TeX", "Unix"];
+
+/// One soak request's outcome: what, how long, which status (0: no answer).
+type Sample = (usize, Duration, u16);
+
+async fn soak_request(client: &reqwest::Client, base: &str, op: Op, client_no: usize, n: usize) -> u16 {
+    let (person, thing) = (PEOPLE[(client_no + n) % PEOPLE.len()], THINGS[n % THINGS.len()]);
+    let query = format!("What did {person} do with the {thing}?");
+    let request = match op {
+        Op::Remember => {
+            // Words only: the form body needs no escaping beyond spaces.
+            let text = format!("soak note {client_no} {n}: {person} reviewed the {thing} in the soak run");
+            client
+                .post(format!("{base}/api/v1/remember"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(format!("datasetName=bench&raw_data={}", text.replace(' ', "+").replace(':', "%3A")))
+        }
+        recall => {
+            let (search_type, only_context) = match recall {
+                Op::Chunks => ("CHUNKS", false),
+                Op::GraphContext => ("GRAPH_COMPLETION", true),
+                _ => ("HYBRID_COMPLETION", true),
+            };
+            client.post(format!("{base}/api/v1/recall")).json(&json!({
+                "query": query, "searchType": search_type, "datasets": ["bench"], "topK": 10, "onlyContext": only_context
+            }))
+        }
+    };
+    match request.send().await {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let _ = r.bytes().await;
+            status
+        }
+        Err(_) => 0,
+    }
+}
+
+/// `--soak SECONDS`: `clients` clients mixing recalls (CHUNKS,
+/// GRAPH_COMPLETION and HYBRID_COMPLETION with only_context) and remembers
+/// into the dataset, for `seconds`; per type the count, p50, p99 and
+/// statuses, and the server's RSS sampled every 10 s.
+async fn soak(client: &reqwest::Client, base: &str, pid: u32, clients: usize, seconds: u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|client_no| {
+            let (client, base, stop) = (client.clone(), base.to_string(), stop.clone());
+            tokio::spawn(async move {
+                let mut samples: Vec<Sample> = Vec::new();
+                let mut n = client_no; // clients start at different points of the mix
+                while !stop.load(Ordering::Relaxed) {
+                    let op = Op::nth(n);
+                    let t = Instant::now();
+                    let status = soak_request(&client, &base, op, client_no, n).await;
+                    samples.push((op as usize, t.elapsed(), status));
+                    n += 1;
+                }
+                samples
+            })
+        })
+        .collect();
+    let mut rss = Vec::new();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        tokio::time::sleep(Duration::from_secs(10).min(Duration::from_secs(seconds).saturating_sub(started.elapsed())))
+            .await;
+        rss.push((started.elapsed().as_secs(), rss_mib(pid).unwrap_or(f64::NAN)));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut all: Vec<Sample> = Vec::new();
+    for t in tasks {
+        if let Ok(samples) = t.await {
+            all.extend(samples);
+        }
+    }
+    println!("soak: {clients} clients, {} s, {} requests", started.elapsed().as_secs(), all.len());
+    for op in Op::ALL {
+        let mine: Vec<&Sample> = all.iter().filter(|s| s.0 == op as usize).collect();
+        let mut ok: Vec<Duration> = mine.iter().filter(|s| (200..300).contains(&s.2)).map(|s| s.1).collect();
+        ok.sort();
+        let server_errors = mine.iter().filter(|s| s.2 >= 500).count();
+        let other = mine.iter().filter(|s| !(200..300).contains(&s.2) && s.2 < 500).count();
+        println!(
+            "{}: {} ok, p50 {:.2} ms, p99 {:.2} ms; {server_errors} 5xx, {other} other failures",
+            op.label(),
+            ok.len(),
+            percentile(&ok, 0.5),
+            percentile(&ok, 0.99)
+        );
+    }
+    let timeline: Vec<String> = rss.iter().map(|(t, m)| format!("{t}s {m:.0}")).collect();
+    println!("RSS (MiB) every 10 s: {}", timeline.join(", "));
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = arg_str("--data-dir").ok_or("--data-dir DIR: a store built by recall-bench --data-dir DIR")?;
@@ -129,6 +263,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     println!("idle RSS: {:.1} MiB", rss_mib(server.0.id()).unwrap_or(f64::NAN));
 
+    if let Some(soak_seconds) = arg_str("--soak").and_then(|s| s.parse().ok()) {
+        let clients = arg_str("--clients").and_then(|s| s.parse().ok()).unwrap_or(16);
+        soak(&client, &base, server.0.id(), clients, soak_seconds).await;
+        return Ok(());
+    }
     let url = format!("{base}/api/v1/recall");
     for (label, body) in [
         (
