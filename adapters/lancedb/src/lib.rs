@@ -579,8 +579,9 @@ impl VectorStore for LanceVectorStore {
         }
         let table = match self.conn.create_empty_table(collection, schema_for(spec)?).execute().await {
             Ok(table) => table,
-            // Another process created it between our look and our create.
-            Err(lancedb::Error::TableAlreadyExists { .. }) => {
+            // Another process created it between our look and our create
+            // (or its create, landing as an overwrite, preempted ours).
+            Err(e) if matches!(e, lancedb::Error::TableAlreadyExists { .. }) || is_commit_conflict(&e) => {
                 return match self.open(collection).await? {
                     Some((_, existing)) if existing == *spec => Ok(()),
                     Some((_, existing)) => Err(mismatch(dataset, &existing, &spec.model, spec.dimensions)),
