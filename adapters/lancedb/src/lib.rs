@@ -409,6 +409,15 @@ async fn vector_index(table: &Table) -> Result<Option<IndexConfig>> {
     Ok(indices.into_iter().find(|i| i.columns.iter().any(|c| c == "vector")))
 }
 
+/// An existing collection serves `spec` only if it was made for it.
+fn same_spec(dataset: DatasetId, existing: &EmbeddingSpec, spec: &EmbeddingSpec) -> Result<()> {
+    if existing == spec {
+        Ok(())
+    } else {
+        Err(mismatch(dataset, existing, &spec.model, spec.dimensions))
+    }
+}
+
 fn mismatch(dataset: DatasetId, stored: &EmbeddingSpec, model: &str, dims: usize) -> RecallError {
     RecallError::embedding_mismatch(dataset, stored, model, dims)
 }
@@ -561,21 +570,13 @@ impl VectorStore for LanceVectorStore {
 
     async fn ensure_collection(&self, dataset: DatasetId, collection: &str, spec: &EmbeddingSpec) -> Result<()> {
         if let Some((_, existing)) = self.open(collection).await? {
-            return if existing == *spec {
-                Ok(())
-            } else {
-                Err(mismatch(dataset, &existing, &spec.model, spec.dimensions))
-            };
+            return same_spec(dataset, &existing, spec);
         }
         let lock = self.write_lock(collection).await;
         let _guard = lock.lock().await;
         // Another task may have created it while we waited.
         if let Some((_, existing)) = self.open(collection).await? {
-            return if existing == *spec {
-                Ok(())
-            } else {
-                Err(mismatch(dataset, &existing, &spec.model, spec.dimensions))
-            };
+            return same_spec(dataset, &existing, spec);
         }
         let table = match self.conn.create_empty_table(collection, schema_for(spec)?).execute().await {
             Ok(table) => table,
@@ -583,8 +584,7 @@ impl VectorStore for LanceVectorStore {
             // (or its create, landing as an overwrite, preempted ours).
             Err(e) if matches!(e, lancedb::Error::TableAlreadyExists { .. }) || is_commit_conflict(&e) => {
                 return match self.open(collection).await? {
-                    Some((_, existing)) if existing == *spec => Ok(()),
-                    Some((_, existing)) => Err(mismatch(dataset, &existing, &spec.model, spec.dimensions)),
+                    Some((_, existing)) => same_spec(dataset, &existing, spec),
                     None => Err(RecallError::backend_msg(format!("table '{collection}' vanished while created"))),
                 };
             }
