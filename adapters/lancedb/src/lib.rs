@@ -300,24 +300,39 @@ impl LanceVectorStore {
     ///   unindexed, then folded in as a delta segment; every search walks
     ///   every segment, so past `MAX_INDEX_SEGMENTS` the fold merges them all
     ///   into one.
-    async fn maintain(&self, table: &Table) -> Result<()> {
-        let stats = table.stats().await.map_err(lance_err)?;
+    ///
+    /// Best effort: the write before it has committed, so a failure here is
+    /// logged, not returned. Losing a commit race means another process ran
+    /// the same maintenance at the same moment; the next write looks again.
+    async fn maintain(&self, table: &Table) {
+        match self.try_maintain(table).await {
+            Ok(()) => {}
+            Err(MaintainError::Conflict(e)) => {
+                tracing::debug!(error = %e, "maintenance lost a commit race to another process; skipped");
+            }
+            Err(MaintainError::Other(e)) => {
+                tracing::warn!(error = %e, "collection maintenance failed; the next write tries again");
+            }
+        }
+    }
+
+    async fn try_maintain(&self, table: &Table) -> std::result::Result<(), MaintainError> {
+        let stats = table.stats().await?;
         if stats.fragment_stats.num_small_fragments > MAX_FRAGMENTS {
             table
                 .optimize(OptimizeAction::Compact { options: CompactionOptions::default(), remap_options: None })
-                .await
-                .map_err(lance_err)?;
+                .await?;
         }
         let Some(threshold) = self.index_threshold else { return Ok(()) };
-        match vector_index(table).await? {
+        match vector_index(table).await.map_err(MaintainError::Other)? {
             None => {
                 if stats.num_rows >= threshold {
                     let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
-                    table.create_index(&["vector"], Index::IvfHnswSq(builder)).execute().await.map_err(lance_err)?;
+                    table.create_index(&["vector"], Index::IvfHnswSq(builder)).execute().await?;
                 }
             }
             Some(index) => {
-                if let Some(stats) = table.index_stats(&index.name).await.map_err(lance_err)? {
+                if let Some(stats) = table.index_stats(&index.name).await? {
                     if stats.num_unindexed_rows * 10 > stats.num_indexed_rows.max(1) {
                         let segments = stats.num_indices.unwrap_or(1) as usize;
                         let options = if segments >= MAX_INDEX_SEGMENTS {
@@ -325,7 +340,7 @@ impl LanceVectorStore {
                         } else {
                             OptimizeOptions::default()
                         };
-                        table.optimize(OptimizeAction::Index(options)).await.map_err(lance_err)?;
+                        table.optimize(OptimizeAction::Index(options)).await?;
                     }
                 }
             }
@@ -448,6 +463,32 @@ fn to_batch(schema: SchemaRef, dataset: DatasetId, dims: usize, records: &[Vecto
         vec![Arc::new(ids), Arc::new(datasets), Arc::new(vectors), Arc::new(payloads), Arc::new(sets.finish())],
     )
     .map_err(arrow_err)
+}
+
+/// Why a collection's maintenance stopped.
+enum MaintainError {
+    /// Another process committed first (compaction or index build racing).
+    Conflict(lancedb::Error),
+    Other(RecallError),
+}
+
+impl From<lancedb::Error> for MaintainError {
+    fn from(e: lancedb::Error) -> Self {
+        if is_commit_conflict(&e) {
+            Self::Conflict(e)
+        } else {
+            Self::Other(lance_err(e))
+        }
+    }
+}
+
+impl std::fmt::Display for MaintainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Conflict(e) => e.fmt(f),
+            Self::Other(e) => e.fmt(f),
+        }
+    }
 }
 
 /// Attempts of a write that conflicts with other processes' commits.
@@ -664,7 +705,8 @@ impl VectorStore for LanceVectorStore {
             );
             self.check_cache_budget(collection, &cache).await;
         }
-        self.maintain(&table).await
+        self.maintain(&table).await;
+        Ok(())
     }
 
     async fn search(
@@ -822,7 +864,8 @@ impl VectorStore for LanceVectorStore {
         self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.caches.lock().await.remove(collection);
         self.tables.lock().await.insert(collection.to_string(), (table.clone(), spec.clone()));
-        self.maintain(&table).await
+        self.maintain(&table).await;
+        Ok(())
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {

@@ -367,3 +367,55 @@ async fn racing_creators(uri: &str, options: Vec<(String, String)>) {
         }
     }
 }
+
+/// Stores writing small batches to one collection at once cross the
+/// compaction and index thresholds together, so their maintenance commits
+/// race (a compaction preempted by another's): every write still succeeds —
+/// maintenance after a committed write is best effort — and every row is
+/// there once, found by search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_maintenance_fails_no_write() {
+    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    const STORES: u64 = 3;
+    const WRITES: u64 = 30;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let uri = dir.path().to_str().unwrap();
+    let mut stores = Vec::new();
+    for _ in 0..STORES {
+        stores.push(Arc::new(LanceVectorStore::connect(uri).await.unwrap().with_index_threshold(Some(100))));
+    }
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let ds = DatasetId(uuid::Uuid::new_v4());
+    stores[0].ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+    let writers = stores.iter().enumerate().map(|(k, store)| {
+        let (store, spec) = (store.clone(), spec.clone());
+        async move {
+            store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+            for write in 0..WRITES {
+                let rows = (0..3u64)
+                    .map(|i| {
+                        let n = k as u64 * 1_000 + write * 10 + i + 1;
+                        VectorRecord {
+                            id: uuid::Uuid::from_u128(u128::from(n)),
+                            vector: pseudo_random_vector(n),
+                            payload: serde_json::json!({"n": n}).as_object().cloned().unwrap(),
+                            belongs_to_set: vec![],
+                        }
+                    })
+                    .collect();
+                if let Err(e) = store.upsert(ds, "Thing_text", rows).await {
+                    panic!("store {k}, write {write}: {e}");
+                }
+            }
+        }
+    });
+    futures::future::join_all(writers).await;
+    for store in &stores {
+        store.refresh().await.unwrap();
+        assert_eq!(store.count(ds, "Thing_text").await.unwrap(), STORES * WRITES * 3, "every row once");
+        let probe = 2_000 + 17 * 10 + 2;
+        let hits = store.search(ds, "Thing_text", &pseudo_random_vector(probe), Some(1), None).await.unwrap();
+        assert_eq!(hits[0].payload["n"], probe, "another store's row is found");
+    }
+}
