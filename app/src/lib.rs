@@ -123,7 +123,10 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
         OpenMode::Create => SqlDatabase::connect(&url).await?,
         OpenMode::ExistingOnly => SqlDatabase::connect_existing(&url).await?.ok_or(RecallError::RecallPrecondition)?,
     };
-    let relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
+    // Per-request writes (history, sessions) go to their own SQLite file.
+    let activity = SqlDatabase::connect_activity(&url).await?.unwrap_or_else(|| db.clone());
+    let mut relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
+    relational.history = Arc::new(SqlRelationalStore::new(activity.clone()));
     let graph = build_graph_store(settings, &db).await?;
     let vector_uri = settings.vector_uri();
     let vectors = build_vector_store(&vector_uri, settings).await?;
@@ -142,8 +145,8 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     let raw_dir = settings.data_dir.join("raw");
     let mut builder = EngineBuilder::new(relational, graph, vectors, embedder);
     if let Some(config) = settings.session_config()? {
-        // Session memory lives in the relational database, beside the history.
-        let store = Arc::new(SqlSessionStore::new(db.clone()));
+        // Session memory lives beside the history.
+        let store = Arc::new(SqlSessionStore::new(activity.clone()));
         builder = builder.sessions(Arc::new(recall_sessions::Sessions::new(store, config).with_llm(llm.clone())));
     }
     let tools = settings.tool_settings()?;

@@ -291,6 +291,7 @@ fn every_search_option_is_on_the_command_line() {
         rows.as_array().unwrap().iter().filter(|r| r["user"] == "user").map(|r| r["text"].as_str().unwrap()).collect();
     let asked = "What does the borrow checker enforce?";
     assert_eq!(questions, vec!["borrow checker", asked, asked, "starter"]);
+    assert!(d.join("recall.activity.db").exists(), "history is kept beside the store, in its own file");
 }
 
 #[test]

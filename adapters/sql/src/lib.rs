@@ -91,6 +91,107 @@ impl SqlDatabase {
         Ok(db)
     }
 
+    /// The database that takes the writes a request makes — search history
+    /// and session memory — when `url` is an SQLite file: the sibling file
+    /// `<stem>.activity.db`, created if missing. `None` for Postgres and an
+    /// in-memory database, which keep them beside everything else.
+    ///
+    /// Why a second file: in WAL mode any commit to a file makes every other
+    /// pooled connection drop its page cache and memory map at its next read,
+    /// so one history row per recall made every graph search fault the graph
+    /// pages in again; and a history write no longer waits behind a
+    /// remember's long write transaction.
+    ///
+    /// The first open moves the rows an earlier version wrote to the main file
+    /// into the activity file, in one transaction marked done, then deletes
+    /// them from the main file; a crash before the mark leaves the move to
+    /// the next open, one after it only leftovers the next open deletes.
+    pub async fn connect_activity(url: &str) -> Result<Option<Self>> {
+        let Some(main) = sqlite_path(url).filter(|p| *p != ":memory:") else {
+            return Ok(None);
+        };
+        let path = activity_path(main);
+        let activity = Self::open(&format!("sqlite://{path}"), true).await?;
+        activity.move_activity_rows(main).await?;
+        Ok(Some(activity))
+    }
+
+    /// See [`Self::connect_activity`].
+    async fn move_activity_rows(&self, main: &str) -> Result<()> {
+        use sea_orm::sqlx::Row;
+        let failed = |e: sea_orm::sqlx::Error| RecallError::backend(e);
+        let pool = self.conn.get_sqlite_connection_pool();
+        let mut conn = pool.acquire().await.map_err(failed)?;
+        sea_orm::sqlx::query("CREATE TABLE IF NOT EXISTS activity_moved (moved_at BIGINT NOT NULL)")
+            .execute(&mut *conn)
+            .await
+            .map_err(failed)?;
+        let moved: i64 = sea_orm::sqlx::query("SELECT COUNT(*) FROM activity_moved")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(failed)?
+            .get(0);
+        sea_orm::sqlx::query("ATTACH DATABASE $1 AS origin").bind(main).execute(&mut *conn).await.map_err(failed)?;
+        let outcome = async {
+            if moved == 0 {
+                sea_orm::sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+                let copied = async {
+                    // Another process may have moved them while this one waited.
+                    let again: i64 =
+                        sea_orm::sqlx::query("SELECT COUNT(*) FROM activity_moved").fetch_one(&mut *conn).await?.get(0);
+                    if again == 0 {
+                        for table in ACTIVITY_TABLES {
+                            let columns: Vec<String> = sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(format!(
+                                "PRAGMA main.table_info({table})"
+                            )))
+                            .fetch_all(&mut *conn)
+                            .await?
+                            .iter()
+                            .map(|row| row.get::<String, _>("name"))
+                            .collect();
+                            let list = columns.join(", ");
+                            let copy = format!("INSERT INTO main.{table} ({list}) SELECT {list} FROM origin.{table}");
+                            sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(copy)).execute(&mut *conn).await?;
+                        }
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                        sea_orm::sqlx::query("INSERT INTO activity_moved (moved_at) VALUES ($1)")
+                            .bind(now)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok::<_, sea_orm::sqlx::Error>(())
+                }
+                .await;
+                let end = if copied.is_ok() { "COMMIT" } else { "ROLLBACK" };
+                sea_orm::sqlx::query(end).execute(&mut *conn).await?;
+                copied?;
+            }
+            // Leftovers in the main file (this move's, or one a crash cut short).
+            for table in ACTIVITY_TABLES {
+                let any = format!("SELECT EXISTS (SELECT 1 FROM origin.{table})");
+                let present: bool =
+                    sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(any)).fetch_one(&mut *conn).await?.get(0);
+                if present {
+                    let clear = format!("DELETE FROM origin.{table}");
+                    sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(clear)).execute(&mut *conn).await?;
+                }
+            }
+            Ok::<_, sea_orm::sqlx::Error>(())
+        }
+        .await;
+        let detached = sea_orm::sqlx::query("DETACH DATABASE origin").execute(&mut *conn).await;
+        outcome.map_err(failed)?;
+        if let Err(e) = detached {
+            // A connection left with the main file attached must not go back
+            // into the pool.
+            conn.detach();
+            return Err(failed(e));
+        }
+        Ok(())
+    }
+
     pub fn backend(&self) -> DbBackend {
         self.conn.get_database_backend()
     }
@@ -119,6 +220,18 @@ impl SqlDatabase {
             _ => format!("SELECT value FROM json_each(${param})"),
         }
     }
+}
+
+/// The tables of [`SqlDatabase::connect_activity`]: search history and
+/// session memory.
+const ACTIVITY_TABLES: [&str; 6] =
+    ["queries", "results", "session_records", "cache_session_context", "cache_trace_entries", "cache_qa_entries"];
+
+/// `dir/recall.db` → `dir/recall.activity.db`.
+fn activity_path(main: &str) -> String {
+    let path = std::path::Path::new(main);
+    let stem = path.file_stem().map_or_else(|| "recall".into(), |s| s.to_string_lossy());
+    path.with_file_name(format!("{stem}.activity.db")).to_string_lossy().into_owned()
 }
 
 fn sqlite_path(url: &str) -> Option<&str> {
@@ -184,5 +297,7 @@ mod tests {
         assert_eq!(normalise_url("sqlite:///tmp/x.db").ok().as_deref(), Some("sqlite:///tmp/x.db?mode=rwc"));
         assert!(normalise_url("mysql://x").is_err());
         assert_eq!(sqlite_path("sqlite://a/b.db?mode=ro"), Some("a/b.db"));
+        assert_eq!(activity_path("/d/recall.db"), "/d/recall.activity.db");
+        assert_eq!(activity_path("store"), "store.activity.db");
     }
 }

@@ -127,3 +127,60 @@ async fn sqlite_connections_use_wal_normal_sync_and_mmap() {
         assert_eq!(mmap, 1 << 30);
     }
 }
+
+/// An SQLite store keeps search history and session memory in a sibling
+/// `.activity.db` file. Opening it moves the rows an earlier version wrote
+/// to the main file, once: a second open copies nothing again, and rows left
+/// in the main file after the move (a crash between the two steps) are
+/// deleted, not copied twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_and_sessions_move_to_the_activity_file_once() {
+    use recall_core::ports::SearchHistoryStore;
+    use sea_orm::{ConnectionTrait, Statement};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("recall.db").display());
+    let main = SqlDatabase::connect(&url).await.unwrap();
+    let user = uuid::Uuid::new_v4();
+    let record = |text: &str| recall_core::SearchRecord {
+        user_id: user,
+        query_text: text.into(),
+        query_type: "CHUNKS".into(),
+        answers: vec![(None, format!("answer to {text}"))],
+    };
+    let old = SqlRelationalStore::new(main.clone());
+    old.record_search(&record("first")).await.unwrap();
+    let session_row = format!(
+        "INSERT INTO session_records (session_id, user_id, created_at, updated_at, version) VALUES ('s1', '{user}', 1, 1, 3)"
+    );
+    let count = |db: &SqlDatabase, sql: &str| {
+        let (db, sql) = (db.clone(), sql.to_string());
+        async move {
+            let row = db.connection().query_one_raw(Statement::from_string(db.backend(), sql)).await.unwrap().unwrap();
+            row.try_get_by_index::<i64>(0).unwrap()
+        }
+    };
+    main.connection().execute_raw(Statement::from_string(main.backend(), session_row.clone())).await.unwrap();
+
+    let activity = SqlDatabase::connect_activity(&url).await.unwrap().expect("an SQLite file has an activity file");
+    assert!(dir.path().join("recall.activity.db").exists());
+    let moved = SqlRelationalStore::new(activity.clone());
+    let texts: Vec<String> = moved.search_history(user).await.unwrap().into_iter().map(|r| r.text).collect();
+    assert_eq!(texts, ["first", "answer to first"], "the history moved");
+    assert_eq!(count(&activity, "SELECT COUNT(*) FROM session_records WHERE version = 3").await, 1, "sessions moved");
+    assert!(old.search_history(user).await.unwrap().is_empty(), "nothing is left in the main file");
+    assert_eq!(count(&main, "SELECT COUNT(*) FROM session_records").await, 0);
+
+    // New writes land in the activity file only.
+    moved.record_search(&record("second")).await.unwrap();
+    assert_eq!(count(&main, "SELECT COUNT(*) FROM queries").await, 0);
+
+    // A leftover in the main file (as if a crash came between the move and
+    // the clean-up) is deleted on the next open, not copied again.
+    main.connection().execute_raw(Statement::from_string(main.backend(), session_row)).await.unwrap();
+    let again = SqlDatabase::connect_activity(&url).await.unwrap().unwrap();
+    assert_eq!(count(&again, "SELECT COUNT(*) FROM session_records").await, 1, "moved once");
+    assert_eq!(count(&main, "SELECT COUNT(*) FROM session_records").await, 0, "the leftover is gone");
+    assert_eq!(SqlRelationalStore::new(again).search_history(user).await.unwrap().len(), 4);
+
+    assert!(SqlDatabase::connect_activity("sqlite://:memory:").await.unwrap().is_none());
+}
