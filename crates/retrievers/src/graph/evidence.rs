@@ -118,47 +118,72 @@ pub(crate) async fn graph_evidence(ctx: &DatasetPorts, triplets: &[Triplet]) -> 
 }
 
 /// (edge artifact id, supporting chunk) pairs, in triplet order.
+///
+/// Reads the `contains` edges of the entities (names only, no properties),
+/// then the chosen chunks alone: not every neighbour of every entity, which
+/// for a widespread entity is thousands of chunk texts.
 async fn supporting_chunks(ctx: &DatasetPorts, triplets: &[Triplet]) -> recall_core::Result<Vec<(String, Node)>> {
-    let entity_ids: Vec<Uuid> = triplets
+    let entity_ids: HashSet<Uuid> = triplets
         .iter()
         .flat_map(|t| [&t.node1, &t.node2])
         .filter(|n| n.node_type != DOCUMENT_CHUNK)
         .map(|n| n.id)
-        .collect::<HashSet<_>>()
-        .into_iter()
         .collect();
-    let around = if entity_ids.is_empty() {
-        Default::default()
+    let edges = if entity_ids.is_empty() {
+        Vec::new()
     } else {
-        // Only the edges' names are used: no edge property is read.
-        ctx.graph.edges_around(ctx.dataset.id, &entity_ids, EdgeProjection::Only(&[])).await?
+        let ids: Vec<Uuid> = entity_ids.iter().copied().collect();
+        ctx.graph.edges_touching(ctx.dataset.id, &ids, EdgeProjection::Only(&[])).await?
     };
-    let chunks: HashMap<Uuid, &Node> =
-        around.nodes.iter().filter(|n| n.node_type == DOCUMENT_CHUNK).map(|n| (n.id, n)).collect();
-    // entity → chunks that contain it, in graph order
+    // entity → chunks that contain it, in graph order (a `contains` edge
+    // runs from a chunk to an entity; the chunk's type is checked on read).
     let mut containing: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-    for e in &around.edges {
-        if e.relationship_name == "contains" && chunks.contains_key(&e.source_node_id) {
+    for e in &edges {
+        if e.relationship_name == "contains" && entity_ids.contains(&e.target_node_id) {
             containing.entry(e.target_node_id).or_default().push(e.source_node_id);
         }
     }
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
+    // Per triplet: its chunk endpoints, else the chunks containing both
+    // entities, else those containing the source.
+    let mut picks: Vec<(String, Vec<Uuid>)> = Vec::new();
+    let mut wanted: HashSet<Uuid> = HashSet::new();
+    let mut direct: HashMap<Uuid, Node> = HashMap::new();
     for t in triplets {
-        let edge_id = edge_artifact_id(t);
-        let direct: Vec<&Node> = [&t.node1, &t.node2].into_iter().filter(|n| n.node_type == DOCUMENT_CHUNK).collect();
-        let support: Vec<Node> = if !direct.is_empty() {
-            direct.into_iter().cloned().collect()
+        let ends: Vec<&Node> = [&t.node1, &t.node2].into_iter().filter(|n| n.node_type == DOCUMENT_CHUNK).collect();
+        let support: Vec<Uuid> = if !ends.is_empty() {
+            for n in &ends {
+                direct.insert(n.id, (*n).clone());
+            }
+            ends.iter().map(|n| n.id).collect()
         } else {
             let a = containing.get(&t.node1.id).cloned().unwrap_or_default();
             let b = containing.get(&t.node2.id).cloned().unwrap_or_default();
             let both: Vec<Uuid> = a.iter().filter(|c| b.contains(c)).copied().collect();
             let pick = if both.is_empty() { a } else { both };
-            pick.iter().filter_map(|id| chunks.get(id).map(|n| (*n).clone())).collect()
+            wanted.extend(pick.iter().copied());
+            pick
         };
-        for chunk in support {
-            if seen.insert((edge_id.clone(), chunk.id)) {
-                out.push((edge_id.clone(), chunk));
+        picks.push((edge_artifact_id(t), support));
+    }
+    wanted.retain(|id| !direct.contains_key(id));
+    let wanted: Vec<Uuid> = wanted.into_iter().collect();
+    let mut chunks: HashMap<Uuid, Node> = ctx
+        .graph
+        .get_nodes(ctx.dataset.id, &wanted)
+        .await?
+        .into_iter()
+        .filter(|n| n.node_type == DOCUMENT_CHUNK)
+        .map(|n| (n.id, n))
+        .collect();
+    chunks.extend(direct);
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (edge_id, support) in picks {
+        for id in support {
+            if let Some(chunk) = chunks.get(&id) {
+                if seen.insert((edge_id.clone(), id)) {
+                    out.push((edge_id.clone(), chunk.clone()));
+                }
             }
         }
     }
