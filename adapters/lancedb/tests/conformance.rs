@@ -328,7 +328,7 @@ async fn racing_creators_keep_every_row() {
 }
 
 async fn racing_creators(uri: &str, options: Vec<(String, String)>) {
-    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::ports::{EmbeddingSpec, VectorStore};
     use recall_core::DatasetId;
     const STORES: u64 = 3;
     const ROUNDS: u64 = 12;
@@ -345,17 +345,7 @@ async fn racing_creators(uri: &str, options: Vec<(String, String)>) {
             async move {
                 store.ensure_collection(ds, &collection, &spec).await.unwrap();
                 for batch in 0..2u64 {
-                    let rows = (0..4u64)
-                        .map(|i| {
-                            let n = k as u64 * 100 + batch * 10 + i + 1;
-                            VectorRecord {
-                                id: uuid::Uuid::from_u128(u128::from(n)),
-                                vector: pseudo_random_vector(n),
-                                payload: serde_json::Map::new(),
-                                belongs_to_set: vec![],
-                            }
-                        })
-                        .collect();
+                    let rows = (0..4u64).map(|i| numbered(k as u64 * 100 + batch * 10 + i + 1)).collect();
                     store.upsert(ds, &collection, rows).await.unwrap();
                 }
             }
@@ -375,7 +365,7 @@ async fn racing_creators(uri: &str, options: Vec<(String, String)>) {
 /// there once, found by search.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_maintenance_fails_no_write() {
-    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::ports::{EmbeddingSpec, VectorStore};
     use recall_core::DatasetId;
     const STORES: u64 = 3;
     const WRITES: u64 = 30;
@@ -393,17 +383,7 @@ async fn racing_maintenance_fails_no_write() {
         async move {
             store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
             for write in 0..WRITES {
-                let rows = (0..3u64)
-                    .map(|i| {
-                        let n = k as u64 * 1_000 + write * 10 + i + 1;
-                        VectorRecord {
-                            id: uuid::Uuid::from_u128(u128::from(n)),
-                            vector: pseudo_random_vector(n),
-                            payload: serde_json::json!({"n": n}).as_object().cloned().unwrap(),
-                            belongs_to_set: vec![],
-                        }
-                    })
-                    .collect();
+                let rows = (0..3u64).map(|i| numbered(k as u64 * 1_000 + write * 10 + i + 1)).collect();
                 if let Err(e) = store.upsert(ds, "Thing_text", rows).await {
                     panic!("store {k}, write {write}: {e}");
                 }
@@ -417,5 +397,15 @@ async fn racing_maintenance_fails_no_write() {
         let probe = 2_000 + 17 * 10 + 2;
         let hits = store.search(ds, "Thing_text", &pseudo_random_vector(probe), Some(1), None).await.unwrap();
         assert_eq!(hits[0].payload["n"], probe, "another store's row is found");
+    }
+}
+
+/// Row `n`: id `n`, a pseudo-random vector seeded by `n`, payload `{"n": n}`.
+fn numbered(n: u64) -> recall_core::ports::VectorRecord {
+    recall_core::ports::VectorRecord {
+        id: uuid::Uuid::from_u128(u128::from(n)),
+        vector: pseudo_random_vector(n),
+        payload: serde_json::json!({"n": n}).as_object().cloned().unwrap(),
+        belongs_to_set: vec![],
     }
 }
