@@ -381,6 +381,14 @@ impl GraphStore for Neo4jGraphStore {
         Ok(Subgraph { nodes, edges })
     }
 
+    /// The ids alone: no properties cross the wire.
+    async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
+        let q = query("MATCH (n:RecallNode {dataset_id: $ds}) WHERE n.node_type = $t RETURN n.id AS id")
+            .param("ds", dataset.to_string())
+            .param("t", node_type);
+        self.rows(q).await?.iter().map(|row| parse_uuid(&row.get::<String>("id").map_err(de)?)).collect()
+    }
+
     async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>> {
         // Types are identifiers we choose (never user text), so they travel plain.
         let mut nodes =

@@ -487,6 +487,20 @@ impl GraphStore for SqlGraphStore {
         })
     }
 
+    /// Served by the `graph_nodes_type` index alone (no properties read).
+    async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
+        let rows = self
+            .db
+            .conn
+            .query_all_raw(self.db.stmt(
+                "SELECT id FROM graph_nodes WHERE dataset_id = $1 AND node_type = $2",
+                vec![dataset.to_string().into(), node_type.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(|row| parse_uuid(&row.try_get::<String>("", "id").map_err(db_err)?)).collect()
+    }
+
     async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>> {
         let rows = self
             .db

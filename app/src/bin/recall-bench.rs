@@ -14,6 +14,11 @@
 //! completion adds (reading the conversation, recording the turn), and
 //! GRAPH_COMPLETION only_context with and without the session.
 //!
+//! `--increments N` (default 1) then measures a small change to the large
+//! dataset N times: remembering one short document, the first
+//! CHUNKS_LEXICAL query after it, forgetting it, and the first query after
+//! that (the store ends as it began).
+//!
 //! `--embedder hashing|local` (default hashing): the figures measure storage
 //! and retrieval, so the cheap embedder keeps a 100k-chunk ingestion short;
 //! `local` measures the built-in model instead (its query embedding is part
@@ -233,6 +238,9 @@ async fn main() -> recall_core::Result<()> {
             .collect();
         println!("    stage p50 (ms): {}", parts.join(", "));
     }
+    for k in 0..arg("--increments", 1) {
+        increment_bench(&engine, &user, chunks, k).await?;
+    }
     let turns = arg("--session-turns", 0);
     if turns > 0 {
         session_bench(&engine, &user, turns, queries).await?;
@@ -240,6 +248,42 @@ async fn main() -> recall_core::Result<()> {
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    Ok(())
+}
+
+/// The cost of a small change to a large dataset: remember one short
+/// document, the first CHUNKS_LEXICAL query after it (the BM25 index follows
+/// the change), forget the document, and the first query after that. The
+/// store is left as it was.
+async fn increment_bench(
+    engine: &recall_engine::Engine,
+    user: &recall_core::User,
+    chunks: usize,
+    k: usize,
+) -> recall_core::Result<()> {
+    let name = format!("increment-{k}.txt");
+    let text = format!("Increment {k}: Ada Lovelace annotated the analytical engine in {}.", 1843 + k);
+    let lexical = || RecallRequest::new("Lovelace analytical engine").query_type(SearchType::ChunksLexical).top_k(10);
+    let t = Instant::now();
+    engine.remember(user, "bench", &[RememberInput::Text { text, name: Some(name.clone()) }]).await?;
+    let remembered = t.elapsed();
+    let t = Instant::now();
+    engine.recall(user, &lexical()).await?;
+    let first_after_remember = t.elapsed();
+    let t = Instant::now();
+    engine.forget_document(user, "bench", &name).await?;
+    let forgotten = t.elapsed();
+    let t = Instant::now();
+    engine.recall(user, &lexical()).await?;
+    let first_after_forget = t.elapsed();
+    println!(
+        "one document into {chunks} chunks: remember {:.2} s, next CHUNKS_LEXICAL {:.1} ms; \
+         forget {:.2} s, next CHUNKS_LEXICAL {:.1} ms",
+        remembered.as_secs_f64(),
+        ms(first_after_remember),
+        forgotten.as_secs_f64(),
+        ms(first_after_forget)
+    );
     Ok(())
 }
 

@@ -129,6 +129,10 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     want_entities.sort();
     assert_eq!(entity_ids, want_entities);
     assert!(store.nodes_by_type(ds, "Nope").await.unwrap().is_empty());
+    let mut entity_ids = store.node_ids_by_type(ds, "Entity").await.unwrap();
+    entity_ids.sort();
+    assert_eq!(entity_ids, want_entities, "the ids alone, of the same nodes");
+    assert!(store.node_ids_by_type(ds, "Nope").await.unwrap().is_empty());
     // Depth 0: the seeds and the edges among them.
     let sub = store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap();
     assert_eq!(sub.nodes.len(), 2);

@@ -187,6 +187,12 @@ impl GraphStore for VisibleGraph {
         Ok(self.hidden.subgraph(self.inner.get_graph(dataset).await?))
     }
 
+    async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
+        let mut ids = self.inner.node_ids_by_type(dataset, node_type).await?;
+        ids.retain(|id| !self.hidden.node(id));
+        Ok(ids)
+    }
+
     async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>> {
         let mut nodes = self.inner.nodes_by_type(dataset, node_type).await?;
         self.hidden.keep_nodes(&mut nodes);

@@ -183,6 +183,13 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     /// The nodes of one type.
     async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>>;
 
+    /// The ids of the nodes of one type, in any order: what an index kept
+    /// in memory diffs against to follow a write without reading every
+    /// node again. Stores override it to read the ids alone.
+    async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
+        Ok(self.nodes_by_type(dataset, node_type).await?.into_iter().map(|n| n.id).collect())
+    }
+
     /// Deletes edges by (source, relationship_name, target); unknown keys are skipped.
     async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()>;
 

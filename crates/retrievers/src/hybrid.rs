@@ -385,14 +385,10 @@ pub(crate) async fn hybrid_candidates(
         ctx.vectors.search(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &vector, Some(edge_limit), None),
         async {
             // The lexical channel is best effort: any failure skips it.
-            match lexical.get(ctx).await {
-                Ok(index) => index
-                    .search(query, 2 * params.chunks_top_k)
-                    .into_iter()
-                    .filter(|(_, s)| *s > 0.0)
-                    .map(|(d, _)| index.doc(d).clone())
-                    .filter(|p| passes(&filter, p))
-                    .collect::<Vec<_>>(),
+            match lexical.search(ctx, query, 2 * params.chunks_top_k).await {
+                Ok(hits) => {
+                    hits.into_iter().filter(|(p, s)| *s > 0.0 && passes(&filter, p)).map(|(p, _)| p).collect::<Vec<_>>()
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "hybrid: lexical channel skipped");
                     Vec::new()
