@@ -153,11 +153,8 @@ impl SqlDatabase {
                             let copy = format!("INSERT INTO main.{table} ({list}) SELECT {list} FROM origin.{table}");
                             sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(copy)).execute(&mut *conn).await?;
                         }
-                        let now = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
                         sea_orm::sqlx::query("INSERT INTO activity_moved (moved_at) VALUES ($1)")
-                            .bind(now)
+                            .bind(recall_core::now_millis())
                             .execute(&mut *conn)
                             .await?;
                     }
