@@ -367,6 +367,21 @@ impl GraphStore for Neo4jGraphStore {
         Ok(edges)
     }
 
+    /// Filtered by the server (texts in byte-bounded batches): only the
+    /// matching relationships cross the wire, not the dataset's graph.
+    async fn edges_with_texts(&self, dataset: DatasetId, texts: &[String]) -> Result<Vec<Edge>> {
+        let mut seen: HashSet<EdgeKey> = HashSet::new();
+        let mut edges = Vec::new();
+        let rows: Vec<(String, usize)> = texts.iter().map(|t| (t.clone(), t.len() + 16)).collect();
+        for batch in batches(rows, self.max_batch_bytes) {
+            let found = self
+                .edges_where(dataset, "WHERE r.edge_text IN $texts", vec![("texts", BoltType::from(batch))])
+                .await?;
+            edges.extend(found.into_iter().filter(|e| seen.insert(e.key())));
+        }
+        Ok(edges)
+    }
+
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph> {
         let mut nodes = self.nodes_where(dataset, "", vec![]).await?;
         nodes.sort_by_key(|n| n.id);

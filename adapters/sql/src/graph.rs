@@ -2,8 +2,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use recall_core::ports::{
-    with_endpoints, EdgeKey, EdgeProjection, EdgeSketch, GraphCapabilities, GraphStore, NodeSketch, RankingReads,
-    Sketch,
+    with_endpoints, EdgeKey, EdgeProjection, EdgeSketch, GraphCapabilities, GraphStore, Mentions, NodeSketch,
+    RankingReads, Sketch,
 };
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
@@ -512,6 +512,71 @@ impl GraphStore for SqlGraphStore {
             .await
             .map_err(db_err)?;
         rows.iter().map(node_from_row).collect()
+    }
+
+    /// Through the `graph_edges_type_key` index: a text's key is its
+    /// EdgeType id; the texts are compared exactly afterwards.
+    async fn edges_with_texts(&self, dataset: DatasetId, texts: &[String]) -> Result<Vec<Edge>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<Uuid> = texts.iter().map(|t| recall_core::ids::edge_type_key(Some(t), "")).collect();
+        let projection = EdgeProjection::Only(&[]);
+        let sql = format!(
+            "{} WHERE dataset_id = $1 AND type_key IN ({})",
+            self.edge_rows_json(projection),
+            self.db.id_set(2)
+        );
+        let mut edges =
+            self.read_edges_json(&sql, vec![dataset.to_string().into(), id_array(&keys)], projection).await?;
+        let wanted: HashSet<&str> = texts.iter().map(String::as_str).collect();
+        edges.retain(|e| e.edge_text.as_deref().is_some_and(|t| wanted.contains(t)));
+        Ok(edges)
+    }
+
+    /// One grouped join: the entities' `contains` edges by the target index,
+    /// each chunk's `is_part_of` edge by the primary key.
+    async fn document_mentions(&self, dataset: DatasetId, entities: &[Uuid]) -> Result<Vec<Mentions>> {
+        if entities.is_empty() {
+            return Ok(Vec::new());
+        }
+        let grouped = format!(
+            "(SELECT c.target_id AS entity, p.target_id AS document, COUNT(*) AS chunks FROM graph_edges c \
+             JOIN graph_edges p ON p.dataset_id = c.dataset_id AND p.source_id = c.source_id \
+             AND p.relationship_name = 'is_part_of' \
+             WHERE c.dataset_id = $1 AND c.target_id IN ({}) AND c.relationship_name = 'contains' \
+             GROUP BY c.target_id, p.target_id) mentions",
+            self.db.id_set(2)
+        );
+        let sql = self.json_rows_select(&["entity", "document", "chunks"], &grouped);
+        let rows: Vec<(String, String, u64)> =
+            self.json_rows(&sql, vec![dataset.to_string().into(), id_array(entities)], "mention counts").await?;
+        rows.iter()
+            .map(|(entity, document, chunks)| {
+                Ok(Mentions { entity: parse_uuid(entity)?, document: parse_uuid(document)?, chunks: *chunks })
+            })
+            .collect()
+    }
+
+    /// Counted on the `graph_edges_target` index.
+    async fn count_edges_into(
+        &self,
+        dataset: DatasetId,
+        targets: &[Uuid],
+        relationship: &str,
+    ) -> Result<Vec<(Uuid, u64)>> {
+        if targets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let grouped = format!(
+            "(SELECT target_id, COUNT(*) AS n FROM graph_edges WHERE dataset_id = $1 AND target_id IN ({}) \
+             AND relationship_name = $3 GROUP BY target_id) counted",
+            self.db.id_set(2)
+        );
+        let sql = self.json_rows_select(&["target_id", "n"], &grouped);
+        let values = vec![dataset.to_string().into(), id_array(targets), relationship.into()];
+        let rows: Vec<(String, u64)> = self.json_rows(&sql, values, "edge counts").await?;
+        rows.iter().map(|(target, n)| Ok((parse_uuid(target)?, *n))).collect()
     }
 
     async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()> {

@@ -13,7 +13,7 @@ pub use sessions::session_store_conformance;
 use std::sync::Arc;
 
 use recall_core::ports::{
-    CredentialStore, DataStore, DatasetStore, EdgeProjection, EmbeddingSpec, GraphStore, NodeSetFilter,
+    CredentialStore, DataStore, DatasetStore, EdgeProjection, EmbeddingSpec, GraphStore, Mentions, NodeSetFilter,
     PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
 };
 use recall_core::{
@@ -47,6 +47,7 @@ pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: us
     graph_sketches_and_key_reads(store.as_ref(), false).await;
     graph_sketches_and_key_reads(store.as_ref(), true).await;
     graph_scope_isolation(store.as_ref()).await;
+    graph_derived_index_reads(store.as_ref()).await;
     graph_deletes(store.as_ref()).await;
     graph_concurrent_writers(store.clone()).await;
     graph_large_batch(store.as_ref(), large_batch).await;
@@ -302,6 +303,73 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore, generic: bool) {
     assert_eq!(sketch.edges[0].type_key, retold.type_key());
     assert_ne!(retold.type_key(), taught.type_key());
     store.delete_dataset(ds).await.unwrap();
+}
+
+/// The reads the derived indexes follow a write with: edges by text,
+/// entities' mentions per document, incoming edge counts — within one
+/// dataset only.
+async fn graph_derived_index_reads(store: &dyn GraphStore) {
+    let (ds, other) = (fresh_dataset(), fresh_dataset());
+    let id = |i: u128| Uuid::from_u128(i);
+    let (d1, d2, c1, c2, c3, e1, e2, t) = (id(1), id(2), id(11), id(12), id(13), id(21), id(22), id(31));
+    let nodes = vec![
+        node(d1, "TextDocument", "one"),
+        node(d2, "TextDocument", "two"),
+        node(c1, "DocumentChunk", "c1"),
+        node(c2, "DocumentChunk", "c2"),
+        node(c3, "DocumentChunk", "c3"),
+        node(e1, "Entity", "e1"),
+        node(e2, "Entity", "e2"),
+        node(t, "EntityType", "thing"),
+    ];
+    let edges = vec![
+        Edge::new(c1, "is_part_of", d1).with_text("c1 of one"),
+        Edge::new(c2, "is_part_of", d1).with_text("c2 of one"),
+        Edge::new(c3, "is_part_of", d2).with_text("c3 of two"),
+        Edge::new(c1, "contains", e1).with_text("mentions e1"),
+        Edge::new(c2, "contains", e1).with_text("mentions e1"),
+        Edge::new(c3, "contains", e1).with_text("mentions e1"),
+        Edge::new(c1, "contains", e2).with_text("mentions e2"),
+        Edge::new(e1, "is_a", t).with_text("e1 is a thing"),
+        Edge::new(e2, "is_a", t).with_text("e2 is a thing"),
+        Edge::new(e1, "knows", e2).with_text("e1 knows e2"),
+    ];
+    for dataset in [ds, other] {
+        store.upsert_nodes(dataset, &nodes).await.unwrap();
+    }
+    store.upsert_edges(ds, &edges).await.unwrap();
+    // The other dataset has fewer edges: counts must not mix.
+    store.upsert_edges(other, &edges[..4]).await.unwrap();
+
+    let texts = |edges: Vec<Edge>| {
+        let mut keys: Vec<(Uuid, String, Uuid, Option<String>)> =
+            edges.into_iter().map(|e| (e.source_node_id, e.relationship_name, e.target_node_id, e.edge_text)).collect();
+        keys.sort();
+        keys
+    };
+    let asked = ["mentions e1".to_string(), "e1 knows e2".to_string(), "no such text".to_string()];
+    let found = texts(store.edges_with_texts(ds, &asked).await.unwrap());
+    let want = texts(edges.iter().filter(|e| asked.contains(e.edge_text.as_ref().unwrap())).cloned().collect());
+    assert_eq!(found.len(), 4, "three chunks mention e1, one relation: {found:?}");
+    assert_eq!(found, want);
+    assert_eq!(store.edges_with_texts(other, &asked).await.unwrap().len(), 1);
+    assert!(store.edges_with_texts(ds, &[]).await.unwrap().is_empty());
+
+    let mut mentions = store.document_mentions(ds, &[e1, e2, id(99)]).await.unwrap();
+    mentions.sort();
+    let m = |entity, document, chunks| Mentions { entity, document, chunks };
+    assert_eq!(mentions, vec![m(e1, d1, 2), m(e1, d2, 1), m(e2, d1, 1)]);
+    assert_eq!(store.document_mentions(other, &[e1, e2]).await.unwrap(), vec![m(e1, d1, 1)]);
+    assert!(store.document_mentions(ds, &[]).await.unwrap().is_empty());
+
+    let mut counts = store.count_edges_into(ds, &[t, e2, d1], "is_a").await.unwrap();
+    counts.sort();
+    assert_eq!(counts, vec![(t, 2)]);
+    assert_eq!(store.count_edges_into(ds, &[e2, e1], "knows").await.unwrap(), vec![(e2, 1)]);
+    assert!(store.count_edges_into(other, &[t], "is_a").await.unwrap().is_empty());
+    for dataset in [ds, other] {
+        store.delete_dataset(dataset).await.unwrap();
+    }
 }
 
 async fn graph_scope_isolation(store: &dyn GraphStore) {

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use recall_core::model::node_types;
 use recall_core::ports::{
-    EdgeKey, EdgeProjection, EmbeddingSpec, GraphCapabilities, GraphStore, NodeSetFilter, RankingReads, ScoredResult,
-    Sketch, VectorRecord, VectorStore,
+    EdgeKey, EdgeProjection, EmbeddingSpec, GraphCapabilities, GraphStore, Mentions, NodeSetFilter, RankingReads,
+    ScoredResult, Sketch, VectorRecord, VectorStore,
 };
 use recall_core::{ids, DatasetId, Edge, Node, Result, Subgraph};
 use serde_json::json;
@@ -202,6 +202,38 @@ impl GraphStore for VisibleGraph {
 
     async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()> {
         self.inner.delete_edges(dataset, keys).await
+    }
+
+    async fn edges_with_texts(&self, dataset: DatasetId, texts: &[String]) -> Result<Vec<Edge>> {
+        let mut edges = self.inner.edges_with_texts(dataset, texts).await?;
+        self.hidden.keep_edges(&mut edges);
+        Ok(edges)
+    }
+
+    /// A hidden chunk belongs to a hidden document (a batch or a forget
+    /// quarantines the document with its chunks), so rows are kept by their
+    /// entity and document.
+    async fn document_mentions(&self, dataset: DatasetId, entities: &[Uuid]) -> Result<Vec<Mentions>> {
+        let mut rows = self.inner.document_mentions(dataset, &self.hidden.ids(entities)).await?;
+        rows.retain(|m| !self.hidden.node(&m.document));
+        Ok(rows)
+    }
+
+    /// The edges read and counted (a store's count would include hidden ones).
+    async fn count_edges_into(
+        &self,
+        dataset: DatasetId,
+        targets: &[Uuid],
+        relationship: &str,
+    ) -> Result<Vec<(Uuid, u64)>> {
+        let wanted: HashSet<Uuid> = self.hidden.ids(targets).into_iter().collect();
+        let mut counts: std::collections::BTreeMap<Uuid, u64> = std::collections::BTreeMap::new();
+        for e in self.edges_touching(dataset, targets, EdgeProjection::Only(&[])).await? {
+            if e.relationship_name == relationship && wanted.contains(&e.target_node_id) {
+                *counts.entry(e.target_node_id).or_default() += 1;
+            }
+        }
+        Ok(counts.into_iter().collect())
     }
 
     /// The store's counts (quarantined rows included).

@@ -19,6 +19,15 @@ use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, R
 /// Identifies an edge: (source, relationship_name, target).
 pub type EdgeKey = (Uuid, String, Uuid);
 
+/// How many chunks of one document mention one entity
+/// ([`GraphStore::document_mentions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Mentions {
+    pub entity: Uuid,
+    pub document: Uuid,
+    pub chunks: u64,
+}
+
 /// Which edge properties a graph read returns. Ingestion, forget and exports
 /// read every property; a graph search reads only those Cognee's memory
 /// fragment projects (docs/retrievers.md, "brute_force_triplet_search"), so a store may skip
@@ -188,6 +197,74 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     /// node again. Stores override it to read the ids alone.
     async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
         Ok(self.nodes_by_type(dataset, node_type).await?.into_iter().map(|n| n.id).collect())
+    }
+
+    /// The edges whose `edge_text` is one of `texts`, properties optional:
+    /// what an EdgeType row's count is recounted from after a write. The
+    /// default reads the dataset's graph; stores override it with an
+    /// indexed read.
+    async fn edges_with_texts(&self, dataset: DatasetId, texts: &[String]) -> Result<Vec<Edge>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: std::collections::HashSet<&str> = texts.iter().map(String::as_str).collect();
+        let mut edges = self.get_graph(dataset).await?.edges;
+        edges.retain(|e| e.edge_text.as_deref().is_some_and(|t| wanted.contains(t)));
+        Ok(edges)
+    }
+
+    /// For each of `entities`, the documents whose chunks mention it (a
+    /// `contains` edge from a chunk that `is_part_of` the document), with
+    /// how many of the document's chunks do: the term and document
+    /// frequencies of the global context index, read for the entities a
+    /// write touched. The default walks the edges of the entities and of
+    /// their chunks.
+    async fn document_mentions(&self, dataset: DatasetId, entities: &[Uuid]) -> Result<Vec<Mentions>> {
+        use std::collections::{BTreeMap, HashMap, HashSet};
+        let wanted: HashSet<Uuid> = entities.iter().copied().collect();
+        let contains: Vec<Edge> = self
+            .edges_touching(dataset, entities, EdgeProjection::Only(&[]))
+            .await?
+            .into_iter()
+            .filter(|e| e.relationship_name == "contains" && wanted.contains(&e.target_node_id))
+            .collect();
+        let mut chunks: Vec<Uuid> = contains.iter().map(|e| e.source_node_id).collect();
+        chunks.sort();
+        chunks.dedup();
+        let of_chunk: HashSet<Uuid> = chunks.iter().copied().collect();
+        let document: HashMap<Uuid, Uuid> = self
+            .edges_touching(dataset, &chunks, EdgeProjection::Only(&[]))
+            .await?
+            .into_iter()
+            .filter(|e| e.relationship_name == "is_part_of" && of_chunk.contains(&e.source_node_id))
+            .map(|e| (e.source_node_id, e.target_node_id))
+            .collect();
+        let mut counts: BTreeMap<(Uuid, Uuid), u64> = BTreeMap::new();
+        for e in &contains {
+            if let Some(doc) = document.get(&e.source_node_id) {
+                *counts.entry((e.target_node_id, *doc)).or_default() += 1;
+            }
+        }
+        Ok(counts.into_iter().map(|((entity, document), chunks)| Mentions { entity, document, chunks }).collect())
+    }
+
+    /// How many `relationship` edges point at each of `targets` (a target
+    /// with none is left out): an entity type's entities, by `is_a`. The
+    /// default reads the targets' edges.
+    async fn count_edges_into(
+        &self,
+        dataset: DatasetId,
+        targets: &[Uuid],
+        relationship: &str,
+    ) -> Result<Vec<(Uuid, u64)>> {
+        let wanted: std::collections::HashSet<Uuid> = targets.iter().copied().collect();
+        let mut counts: std::collections::BTreeMap<Uuid, u64> = std::collections::BTreeMap::new();
+        for e in self.edges_touching(dataset, targets, EdgeProjection::Only(&[])).await? {
+            if e.relationship_name == relationship && wanted.contains(&e.target_node_id) {
+                *counts.entry(e.target_node_id).or_default() += 1;
+            }
+        }
+        Ok(counts.into_iter().collect())
     }
 
     /// Deletes edges by (source, relationship_name, target); unknown keys are skipped.
