@@ -8,7 +8,7 @@ mod common;
 
 use common::me;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +24,7 @@ use recall_core::{
 use recall_engine::{root_summary_id, Engine, EngineBuilder, NoProgress, RecallRequest, RememberInput};
 use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 const ALPHA: &str = "Ada Lovelace worked with Charles Babbage. Charles Babbage designed the Analytical Engine.";
 const BETA: &str = "The Analytical Engine inspired Alan Turing.";
@@ -585,4 +586,118 @@ async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
 async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
     let user = me(engine).await;
     engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
+}
+
+/// A made-up capitalised name (the offline extractor's entities).
+fn made_up_name(n: usize) -> String {
+    const SYLLABLES: [&str; 10] = ["Ba", "Ko", "Li", "Mu", "Ne", "Ro", "Sa", "Ti", "Vo", "Zu"];
+    let tail = format!("{}{}", SYLLABLES[(n / 10) % 10], SYLLABLES[(n / 100) % 10]).to_lowercase();
+    format!("{}{tail}", SYLLABLES[n % 10])
+}
+
+/// Document `i` of a corpus where twenty entities are spread unevenly over
+/// the documents (a few in most, most in a few) and each document has
+/// eight of its own: more entities than the root's kept ranking holds.
+fn spread_document(i: usize) -> RememberInput {
+    let mut names: Vec<String> = (0..20)
+        .filter(|k| (i + k).is_multiple_of(k / 4 + 2))
+        .map(|k| {
+            let name = made_up_name(500 + k);
+            if k % 3 == 0 {
+                format!("{name} University")
+            } else {
+                name
+            }
+        })
+        .collect();
+    names.extend((0..8).map(|j| made_up_name(i * 8 + j)));
+    let sentences: Vec<String> = names
+        .chunks(3)
+        .map(|c| match c {
+            [a, b, c] => format!("{a} met {b} near {c}."),
+            [a, b] => format!("{a} met {b}."),
+            [a] => format!("{a} slept."),
+            _ => String::new(),
+        })
+        .collect();
+    RememberInput::Text { text: sentences.join(" "), name: Some(format!("doc{i:02}.txt")) }
+}
+
+/// The global context rows (id → text) and the EdgeType counts (text → n).
+async fn derived_rows(engine: &Engine, ds: DatasetId) -> (BTreeMap<Uuid, String>, BTreeMap<String, u64>) {
+    let g = engine.graph().get_graph(ds).await.unwrap();
+    let rows = g
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == "GlobalContextSummary")
+        .map(|n| (n.id, n.properties["text"].as_str().unwrap().to_string()))
+        .collect();
+    let probe = vec![1.0; engine.embedder().dimensions()];
+    let counts = engine
+        .vectors()
+        .search(ds, col::EDGE_TYPE_RELATIONSHIP_NAME, &probe, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.payload["text"].as_str().unwrap().to_string(), h.payload["number_of_edges"].as_u64().unwrap()))
+        .collect();
+    (rows, counts)
+}
+
+/// After each write, what the write left equals what a full build from the
+/// whole graph (improve's `global_context_index` stage) makes of it: the
+/// EdgeType counts, the root, and the written document's bucket (the other
+/// buckets may wait for the full build: their IDF moved).
+async fn writes_follow_as_a_full_build_would(engine: &Engine) {
+    let user = me(engine).await;
+    let check = |what: String, written: Option<Uuid>| async move {
+        let ds = dataset_id(engine, "spread").await;
+        let (rows, counts) = derived_rows(engine, ds).await;
+        let outcome = engine.improve(&me(engine).await, &"spread".into(), None).await.unwrap();
+        let stage = outcome.stages.iter().find(|s| s.stage == "global_context_index").unwrap();
+        assert_eq!(stage.status, "completed", "{what}: {stage:?}");
+        let (full_rows, full_counts) = derived_rows(engine, ds).await;
+        assert_eq!(counts, full_counts, "{what}: EdgeType counts");
+        let root = root_summary_id(ds);
+        assert_eq!(rows.get(&root), full_rows.get(&root), "{what}: the root");
+        if let Some(doc) = written {
+            let bucket = recall_engine::bucket_summary_id(ds, doc);
+            assert!(full_rows.contains_key(&bucket), "{what}");
+            assert_eq!(rows.get(&bucket), full_rows.get(&bucket), "{what}: its bucket");
+        }
+        let full_ids: BTreeSet<&Uuid> = full_rows.keys().collect();
+        assert!(rows.keys().filter(|id| !full_ids.contains(id)).count() == 0, "{what}: a row the full build dropped");
+        full_rows
+    };
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        engine.remember(&user, "spread", &[spread_document(i)]).await.unwrap();
+        let ds = dataset_id(engine, "spread").await;
+        let item = engine.relational().data.list_data(ds).await.unwrap();
+        let doc = item.iter().find(|d| d.name == format!("doc{i:02}.txt")).unwrap().id;
+        ids.push(doc);
+        check(format!("remember doc{i:02}"), Some(doc)).await;
+    }
+    // Forgetting the documents that carry the most widespread entities
+    // lowers them below entities the kept ranking left out.
+    for i in [0, 4, 8, 2, 6] {
+        engine.forget_document(&user, "spread", &format!("doc{i:02}.txt")).await.unwrap();
+        let rows = check(format!("forget doc{i:02}"), None).await;
+        let ds = dataset_id(engine, "spread").await;
+        assert!(!rows.contains_key(&recall_engine::bucket_summary_id(ds, ids[i])));
+        let root = &rows[&root_summary_id(ds)];
+        assert!(root.contains("Widespread entities: "), "{root}");
+        assert!(!root.contains(&format!("doc{i:02}.txt")), "{root}");
+    }
+}
+
+#[tokio::test]
+async fn writes_follow_the_derived_indexes_in_memory() {
+    writes_follow_as_a_full_build_would(&memory_builder().build().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_follow_the_derived_indexes_on_the_embedded_default() {
+    let dir = tempfile::tempdir().unwrap();
+    writes_follow_as_a_full_build_would(&embedded(dir.path()).await).await;
 }

@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::chunking::chunk_text;
+use super::global_context::IndexChange;
 use super::progress::RememberProgress;
 use crate::Engine;
 
@@ -215,7 +216,7 @@ impl Engine {
         recount_all: bool,
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
-        let mut touched_edge_texts = BTreeSet::new();
+        let mut change = IndexChange::default();
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let budget = self.config.chunks_per_batch.max(1);
@@ -227,10 +228,11 @@ impl Engine {
             if batch_chunks >= budget || pending.peek().is_none() {
                 let items: Vec<_> = std::mem::take(&mut batch);
                 batch_chunks = 0;
-                let written = self.write_batch(dataset.id, &items, &mut touched_edge_texts).await?;
+                let written = self.write_batch(dataset.id, &items, &mut change.edge_texts).await?;
                 // Completed and visible together (crate::visibility).
                 let ids: Vec<Uuid> = items.iter().map(|(p, _)| p.item.id).collect();
                 self.relational.data.complete_data(dataset.id, &ids).await?;
+                change.added.extend(ids);
                 for (p, _) in &items {
                     progress.item_done(&p.item.name);
                 }
@@ -238,7 +240,7 @@ impl Engine {
                 stats.chunks += written;
             }
         }
-        self.refresh_derived_indexes(dataset, &touched_edge_texts, recount_all).await?;
+        self.refresh_derived_indexes(dataset, &change, recount_all).await?;
         Ok(stats)
     }
 
@@ -498,11 +500,7 @@ impl Engine {
     /// The edge texts whose EdgeType row disagrees with `graph` (the visible
     /// one): a text without its row or with a wrong count, and a row whose
     /// text no edge has any more.
-    async fn stale_edge_texts(&self, dataset: DatasetId, graph: &Subgraph) -> Result<BTreeSet<String>> {
-        let mut counts: HashMap<&str, u64> = HashMap::new();
-        for text in counted_edge_texts(graph) {
-            *counts.entry(text).or_default() += 1;
-        }
+    async fn stale_edge_texts(&self, dataset: DatasetId, counts: &HashMap<String, usize>) -> Result<BTreeSet<String>> {
         let mut rows: HashMap<String, u64> = HashMap::new();
         if self.vectors.has_collection(dataset, EDGE_TYPE_RELATIONSHIP_NAME).await? {
             // Every row of the dataset: a search without a limit, from any direction.
@@ -514,7 +512,8 @@ impl Engine {
                 }
             }
         }
-        let wrong = counts.iter().filter(|(text, n)| rows.get(**text) != Some(n)).map(|(text, _)| text.to_string());
+        let wrong =
+            counts.iter().filter(|(text, n)| rows.get(*text) != Some(&(**n as u64))).map(|(text, _)| text.clone());
         let gone = rows.keys().filter(|text| !counts.contains_key(text.as_str())).cloned();
         Ok(wrong.chain(gone).collect())
     }
@@ -617,38 +616,47 @@ impl Engine {
         }
     }
 
-    /// Recounts EdgeType rows for the given edge texts from the visible graph
-    /// (one row per distinct edge text, `number_of_edges` its multiplicity;
-    /// rows whose text no longer occurs are deleted), then rebuilds the
-    /// global context index. With `recount_stale`, every row that disagrees
-    /// with the graph is recounted too: after an interrupted run, and on
-    /// every forget (the texts a killed run touched are not known).
+    /// Recounts the EdgeType rows of the change's edge texts from the
+    /// visible graph, read by text (one row per distinct edge text,
+    /// `number_of_edges` its multiplicity; a text that no longer occurs
+    /// loses its row), then follows the change in the global context index.
+    /// With `full` (after an interrupted run, a forget's retry, and
+    /// improve), the visible graph is read whole: every row that disagrees
+    /// with it is recounted too (the texts a killed run touched are not
+    /// known) and the global context index is rebuilt.
     pub(crate) async fn refresh_derived_indexes(
         &self,
         dataset: &Dataset,
-        touched: &BTreeSet<String>,
-        recount_stale: bool,
+        change: &IndexChange,
+        full: bool,
     ) -> Result<()> {
         // Built from what searches may see: nothing of an unfinished item.
         let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset.id).await?);
-        let graph = hidden.subgraph(self.graph.get_graph(dataset.id).await?);
-        if recount_stale {
-            let mut all = touched.clone();
-            all.extend(self.stale_edge_texts(dataset.id, &graph).await?);
-            self.refresh_edge_types(dataset.id, &graph, &all).await?;
-        } else {
-            self.refresh_edge_types(dataset.id, &graph, touched).await?;
+        if full {
+            let graph = hidden.subgraph(self.graph.get_graph(dataset.id).await?);
+            let counts = edge_text_counts(graph.edges.iter());
+            let mut texts = change.edge_texts.clone();
+            texts.extend(self.stale_edge_texts(dataset.id, &counts).await?);
+            self.write_edge_types(dataset.id, &texts, &counts).await?;
+            return self.rebuild_global_context_index(dataset, &graph).await;
         }
-        self.rebuild_global_context_index(dataset, &graph).await
+        let (graph, _) = crate::visibility::visible_ports(&self.graph, &self.vectors, hidden);
+        let texts: Vec<String> = change.edge_texts.iter().cloned().collect();
+        let edges = graph.edges_with_texts(dataset.id, &texts).await?;
+        self.write_edge_types(dataset.id, &change.edge_texts, &edge_text_counts(edges.iter())).await?;
+        self.update_global_context_index(dataset, graph.as_ref(), change).await
     }
 
-    async fn refresh_edge_types(&self, dataset: DatasetId, graph: &Subgraph, touched: &BTreeSet<String>) -> Result<()> {
+    /// Writes the EdgeType rows of `touched` texts from `counts`; a text
+    /// with no edge loses its row.
+    async fn write_edge_types(
+        &self,
+        dataset: DatasetId,
+        touched: &BTreeSet<String>,
+        counts: &HashMap<String, usize>,
+    ) -> Result<()> {
         if touched.is_empty() {
             return Ok(());
-        }
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for t in counted_edge_texts(graph) {
-            *counts.entry(t).or_default() += 1;
         }
         let mut rows = Vec::new();
         let mut gone = Vec::new();
@@ -749,15 +757,17 @@ pub(crate) fn description_without<'a>(
     (description != old).then_some(description)
 }
 
-/// The texts of the edges EdgeType rows count: every edge but those of the
-/// global context index (its own plumbing, rewritten after the counts).
-fn counted_edge_texts(graph: &Subgraph) -> impl Iterator<Item = &str> {
-    let index: HashSet<Uuid> = ids_of_type(graph, node_types::GLOBAL_CONTEXT_SUMMARY);
-    graph
-        .edges
-        .iter()
-        .filter(move |e| !index.contains(&e.source_node_id) && !index.contains(&e.target_node_id))
-        .filter_map(|e| e.edge_text.as_deref())
+/// How many edges carry each text, as EdgeType rows count them: every
+/// edge but the global context index's own `summarized_in` plumbing
+/// (rewritten after the counts).
+fn edge_text_counts<'e>(edges: impl Iterator<Item = &'e Edge>) -> HashMap<String, usize> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for e in edges.filter(|e| e.relationship_name != "summarized_in") {
+        if let Some(text) = &e.edge_text {
+            *counts.entry(text.clone()).or_default() += 1;
+        }
+    }
+    counts
 }
 
 /// Whether an edge is an extracted relation (not structural).

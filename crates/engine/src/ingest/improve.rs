@@ -92,8 +92,8 @@ impl ImproveOutcome {
 /// The stages Cognee runs after `feedback_weights` (`extract_agent_context`
 /// is third); Recall runs `extract_agent_context` and says so of the others.
 const STAGES_BEFORE_EXTRACTION: [&str; 2] = ["persist_session_qa", "persist_agent_traces"];
-const STAGES_AFTER_EXTRACTION: [&str; 5] =
-    ["distill_sessions", "update_user_preferences", "build_truth_subspace", "review_conflicts", "global_context_index"];
+const STAGES_AFTER_EXTRACTION: [&str; 4] =
+    ["distill_sessions", "update_user_preferences", "build_truth_subspace", "review_conflicts"];
 
 /// `w + α·(r − w)`, kept in 0..1 and rounded to 4 decimals.
 fn moved(weight: f64, rating: f64, alpha: f64) -> f64 {
@@ -163,6 +163,9 @@ impl Engine {
         stages.extend(STAGES_BEFORE_EXTRACTION.iter().map(|name| not_available(name)));
         stages.push(self.extract_agent_context(user, session_ids).await);
         stages.extend(STAGES_AFTER_EXTRACTION.iter().map(|name| not_available(name)));
+        let index = self.global_context_stage(&dataset).await;
+        let errored = errored || index.status == "errored";
+        stages.push(index);
         let mut outcome = ImproveOutcome::new(&dataset, stages, if errored { "errored" } else { "completed" });
         outcome.session_ids = session_ids.to_vec();
         Ok(outcome)
@@ -192,6 +195,21 @@ impl Engine {
         }
         stage.counts.insert("lessons".into(), json!(lessons));
         stage.counts.insert("failed_sessions".into(), json!(failed));
+        stage.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        stage
+    }
+
+    /// The `global_context_index` stage: the dataset's derived indexes
+    /// rebuilt from the whole graph (a remember or forget refreshes only
+    /// the buckets of the documents it wrote or removed, and the root).
+    async fn global_context_stage(&self, dataset: &recall_core::Dataset) -> ImproveStage {
+        let started = Instant::now();
+        let mut stage = ImproveStage::completed("global_context_index");
+        let change = super::global_context::IndexChange::default();
+        if let Err(e) = self.refresh_derived_indexes(dataset, &change, true).await {
+            stage.status = "errored".into();
+            stage.error = Some(e.to_string());
+        }
         stage.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         stage
     }
