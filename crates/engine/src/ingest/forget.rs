@@ -243,6 +243,18 @@ impl Engine {
     }
 }
 
+/// The summaries among `nodes` of one of `chunks`.
+fn summaries_of(nodes: &[Node], chunks: &HashSet<Uuid>) -> HashSet<Uuid> {
+    nodes
+        .iter()
+        .filter(|n| n.node_type == node_types::TEXT_SUMMARY)
+        .filter(|n| {
+            prop_str(n, "source_chunk_id").and_then(|c| Uuid::parse_str(c).ok()).is_some_and(|c| chunks.contains(&c))
+        })
+        .map(|n| n.id)
+        .collect()
+}
+
 /// What a forget of one document deletes and rewrites, read from the graph.
 #[derive(Debug, Default)]
 struct ForgetPlan {
@@ -277,17 +289,7 @@ impl ForgetPlan {
             .filter(|n| n.node_type == node_types::DOCUMENT_CHUNK && prop_str(n, "document_id") == Some(&doc_key))
             .map(|n| n.id)
             .collect();
-        let summaries: HashSet<Uuid> = graph
-            .nodes
-            .iter()
-            .filter(|n| n.node_type == node_types::TEXT_SUMMARY)
-            .filter(|n| {
-                prop_str(n, "source_chunk_id")
-                    .and_then(|c| Uuid::parse_str(c).ok())
-                    .is_some_and(|c| chunks.contains(&c))
-            })
-            .map(|n| n.id)
-            .collect();
+        let summaries = summaries_of(&graph.nodes, &chunks);
         // Entities mentioned by this document, and those still mentioned elsewhere.
         let entity_ids = ids_of_type(&graph, node_types::ENTITY);
         let mut mentioned = HashSet::new();
@@ -377,18 +379,7 @@ impl Engine {
             })
         };
         let summary_ids = from_chunks("made_from", &|e| e.source_node_id);
-        let summaries: HashSet<Uuid> = graph
-            .get_nodes(dataset, &summary_ids)
-            .await?
-            .iter()
-            .filter(|n| n.node_type == node_types::TEXT_SUMMARY)
-            .filter(|n| {
-                prop_str(n, "source_chunk_id")
-                    .and_then(|c| Uuid::parse_str(c).ok())
-                    .is_some_and(|c| chunks.contains(&c))
-            })
-            .map(|n| n.id)
-            .collect();
+        let summaries = summaries_of(&graph.get_nodes(dataset, &summary_ids).await?, &chunks);
         let mentioned_ids = from_chunks("contains", &|e| e.target_node_id);
         let entities: HashMap<Uuid, Node> = graph
             .get_nodes(dataset, &mentioned_ids)
