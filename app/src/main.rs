@@ -733,14 +733,12 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Graph { target, format } => {
             let target = target.get();
             let (engine, user) = who.reader_of(&target).await?;
-            let (_, graph) = engine.dataset_graph(&user, &target).await?;
-            match format {
-                GraphFormat::Json => print_json(&recall_api::graph_json(&graph)),
-                GraphFormat::Dot => {
-                    print!("{}", recall_api::graph_dot(&graph));
-                    Ok(())
-                }
-            }
+            let (_, pages) = engine.dataset_graph_pages(&user, &target, recall_engine::EXPORT_PAGE).await?;
+            let shape = match format {
+                GraphFormat::Json => recall_api::GraphShape::Json,
+                GraphFormat::Dot => recall_api::GraphShape::Dot,
+            };
+            write_graph(recall_api::GraphExport::new(pages, shape)).await
         }
         Command::Share(args) => share(who, args, true).await,
         Command::Unshare(args) => share(who, args, false).await,
@@ -1079,6 +1077,26 @@ fn print_human(n: usize, r: &RecallResponse) {
         }
         other => println!("{n}. [{}] {}", other.source(), other.text()),
     }
+}
+
+/// Streams an export to stdout a page at a time. A reader that closes the
+/// pipe early (`recall graph | head`) ends it quietly.
+async fn write_graph(mut export: recall_api::GraphExport) -> Result<()> {
+    use std::io::Write;
+    fn quiet_pipe(e: std::io::Error) -> Result<()> {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Ok(())
+        } else {
+            Err(RecallError::backend(e))
+        }
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    while let Some(piece) = export.next_piece().await? {
+        if let Err(e) = out.write_all(piece.as_bytes()) {
+            return quiet_pipe(e);
+        }
+    }
+    out.flush().or_else(quiet_pipe)
 }
 
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use axum::routing::post;
 use axum::{Json, Router};
 use recall::{build_engine, OpenMode, Settings};
+use recall_api::{render_graph, GraphExport, GraphShape};
 use recall_core::model::collections as col;
 use recall_core::ports::{GraphExtractor, RelationalPorts, VectorStore};
 use recall_core::{
@@ -180,15 +181,42 @@ async fn assert_exact_corpus_graph(engine: &Engine) {
     assert_eq!(hits[0].payload["number_of_edges"], 1);
 }
 
+/// An export read in pages of three is, byte for byte, the document of
+/// the whole graph in key order, in every shape; a stranger gets none.
+async fn assert_export_streams(engine: &Engine) {
+    let user = me(engine).await;
+    let (_, mut whole) = engine.dataset_graph(&user, "kg").await.unwrap();
+    whole.nodes.sort_by_key(|n| n.id);
+    whole.edges.sort_by_key(recall_core::Edge::key);
+    assert!(whole.nodes.len() > 3 && whole.edges.len() > 3, "more than one page of each");
+    for shape in [GraphShape::Json, GraphShape::Dto, GraphShape::Dot] {
+        let (_, pages) = engine.dataset_graph_pages(&user, "kg", 3).await.unwrap();
+        let mut export = GraphExport::new(pages, shape);
+        let mut pieces = Vec::new();
+        while let Some(piece) = export.next_piece().await.unwrap() {
+            pieces.push(piece);
+        }
+        assert!(pieces.len() > 4, "{shape:?}: one piece per page, not one document");
+        assert_eq!(pieces.concat(), render_graph(&whole, shape), "{shape:?}");
+    }
+    let stranger = engine.relational().users.ensure_user("stranger@example.com").await.unwrap();
+    let ds = dataset_id(engine, "kg").await;
+    assert!(engine.dataset_graph_pages(&stranger, ds, 3).await.is_err(), "no read permission, no pages");
+}
+
 #[tokio::test]
 async fn offline_extractor_writes_the_exact_graph_in_memory() {
-    assert_exact_corpus_graph(&memory_builder().build().unwrap()).await;
+    let engine = memory_builder().build().unwrap();
+    assert_exact_corpus_graph(&engine).await;
+    assert_export_streams(&engine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offline_extractor_writes_the_exact_graph_on_the_embedded_default() {
     let dir = tempfile::tempdir().unwrap();
-    assert_exact_corpus_graph(&embedded(dir.path()).await).await;
+    let engine = embedded(dir.path()).await;
+    assert_exact_corpus_graph(&engine).await;
+    assert_export_streams(&engine).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

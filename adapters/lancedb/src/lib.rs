@@ -100,11 +100,20 @@ pub struct LanceVectorStore {
     write_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Bytes the search cache may hold (0: every search goes to LanceDB).
     cache_budget: usize,
-    /// Collections held in memory for search (see `cache`), or left to LanceDB.
-    caches: Mutex<HashMap<String, CacheSlot>>,
-    /// Bumped by `refresh`: a cache loaded from before it is never kept.
-    generation: std::sync::atomic::AtomicU64,
+    /// Rows from which a collection's cache is loaded in the background
+    /// (`None`: always on the first search's path).
+    background_load_rows: Option<usize>,
+    /// Collections held in memory for search (see `cache`), or left to
+    /// LanceDB; shared with the loads running in the background.
+    caches: Arc<SearchCaches>,
 }
+
+/// The default [`LanceVectorStore::with_background_load_rows`]: a smaller
+/// collection loads in well under a quarter of a second (about a second per
+/// 100 000 rows of 384 dimensions on the bench machine), so the first search
+/// waits for it; a larger one is searched in LanceDB (through its vector
+/// index) until its cache is live.
+pub const DEFAULT_BACKGROUND_LOAD_ROWS: usize = 20_000;
 
 /// The default search cache budget: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -122,8 +131,138 @@ const CACHED_BYTES_PER_DIMENSION: usize = 5;
 #[derive(Clone)]
 enum CacheSlot {
     Loaded(Arc<CollectionCache>),
+    /// Being loaded in the background: searched in LanceDB meanwhile.
+    Loading,
     /// Past the budget: searched in LanceDB.
     Skipped,
+}
+
+/// The search caches of a store's collections.
+#[derive(Default)]
+struct SearchCaches {
+    slots: Mutex<HashMap<String, CacheSlot>>,
+    /// Bumped whenever a slot is dropped (a refresh, a conflicting write, a
+    /// replaced collection): a load begun before it is never kept.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl SearchCaches {
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn slot(&self, collection: &str) -> Option<CacheSlot> {
+        self.slots.lock().await.get(collection).cloned()
+    }
+
+    async fn loaded(&self, collection: &str) -> Option<Arc<CollectionCache>> {
+        match self.slot(collection).await {
+            Some(CacheSlot::Loaded(cache)) => Some(cache),
+            _ => None,
+        }
+    }
+
+    /// Drops one collection's slot (`None`: every slot); a load under way is not kept.
+    async fn forget(&self, collection: Option<&str>) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut slots = self.slots.lock().await;
+        match collection {
+            Some(c) => {
+                slots.remove(c);
+            }
+            None => slots.clear(),
+        }
+    }
+
+    async fn bytes(&self) -> usize {
+        let loaded: Vec<Arc<CollectionCache>> = self
+            .slots
+            .lock()
+            .await
+            .values()
+            .filter_map(|slot| match slot {
+                CacheSlot::Loaded(cache) => Some(Arc::clone(cache)),
+                CacheSlot::Loading | CacheSlot::Skipped => None,
+            })
+            .collect();
+        loaded.iter().map(|c| c.bytes()).sum()
+    }
+
+    async fn skip(&self, collection: &str, rows: usize, budget: usize) {
+        tracing::info!(collection, rows, budget, "collection past the search cache budget; searched in LanceDB");
+        self.slots.lock().await.insert(collection.to_string(), CacheSlot::Skipped);
+    }
+
+    /// Marks a collection as loading, if it still has no slot and nothing
+    /// was dropped since `generation`; whether the caller should load it.
+    async fn start_loading(&self, collection: &str, generation: u64) -> bool {
+        let mut slots = self.slots.lock().await;
+        if self.generation() != generation || slots.contains_key(collection) {
+            return false;
+        }
+        slots.insert(collection.to_string(), CacheSlot::Loading);
+        true
+    }
+
+    /// Scans `table` into a cache and makes it live, unless it does not fit
+    /// the budget (the collection is then left to LanceDB) or a slot was
+    /// dropped since `generation` (the scan may predate another process's
+    /// write: it is returned for one search, never kept). The caller holds
+    /// the collection's write lock, so no write lands between the scan and
+    /// the cache going live.
+    async fn load(
+        &self,
+        collection: &str,
+        table: &Table,
+        dims: usize,
+        budget: usize,
+        generation: u64,
+    ) -> Result<Option<Arc<CollectionCache>>> {
+        let used = self.bytes().await;
+        let rows = table.count_rows(None).await.map_err(lance_err)?;
+        // Vectors alone, before reading anything: a collection that cannot fit is never scanned.
+        if rows > MAX_CACHED_ROWS || used + rows * dims * CACHED_BYTES_PER_DIMENSION > budget {
+            self.skip(collection, rows, budget).await;
+            return Ok(None);
+        }
+        let started = std::time::Instant::now();
+        let loaded = Arc::new(CollectionCache::new(dims, scan_rows(table, dims).await?));
+        if used + loaded.bytes() > budget {
+            self.skip(collection, rows, budget).await;
+            return Ok(None);
+        }
+        tracing::debug!(collection, rows, ms = started.elapsed().as_secs_f64() * 1e3, "search cache loaded");
+        let mut slots = self.slots.lock().await;
+        if self.generation() == generation {
+            slots.insert(collection.to_string(), CacheSlot::Loaded(Arc::clone(&loaded)));
+        }
+        Ok(Some(loaded))
+    }
+}
+
+/// Loads a collection's cache off the search path. It waits for the
+/// collection's write lock like a writer; a failure leaves the collection to
+/// LanceDB until a later search starts another load.
+async fn load_in_background(
+    caches: Arc<SearchCaches>,
+    lock: Arc<Mutex<()>>,
+    table: Table,
+    collection: String,
+    dims: usize,
+    budget: usize,
+    generation: u64,
+) {
+    let _guard = lock.lock().await;
+    if caches.generation() != generation {
+        return;
+    }
+    if let Err(e) = caches.load(&collection, &table, dims, budget, generation).await {
+        tracing::warn!(collection, error = %e, "the search cache did not load; searched in LanceDB");
+        let mut slots = caches.slots.lock().await;
+        if caches.generation() == generation && matches!(slots.get(&collection), Some(CacheSlot::Loading)) {
+            slots.remove(&collection);
+        }
+    }
 }
 
 impl LanceVectorStore {
@@ -149,8 +288,8 @@ impl LanceVectorStore {
             tables: Mutex::new(HashMap::new()),
             write_locks: Mutex::new(HashMap::new()),
             cache_budget: DEFAULT_CACHE_BYTES,
-            caches: Mutex::new(HashMap::new()),
-            generation: std::sync::atomic::AtomicU64::new(0),
+            background_load_rows: Some(DEFAULT_BACKGROUND_LOAD_ROWS),
+            caches: Arc::new(SearchCaches::default()),
         })
     }
 
@@ -160,104 +299,86 @@ impl LanceVectorStore {
         self
     }
 
-    /// Whether a collection is searched in memory (it has been searched once
-    /// and fits the budget).
+    /// Sets the row count from which a collection's search cache is loaded
+    /// in the background rather than by the search that first needs it
+    /// (`None`: always by that search).
+    pub fn with_background_load_rows(mut self, rows: Option<usize>) -> Self {
+        self.background_load_rows = rows;
+        self
+    }
+
+    /// Whether a collection is searched in memory (it has been searched once,
+    /// its load has finished and it fits the budget).
     pub async fn is_cached(&self, collection: &str) -> bool {
-        matches!(self.caches.lock().await.get(collection), Some(CacheSlot::Loaded(_)))
+        self.caches.loaded(collection).await.is_some()
     }
 
     async fn loaded_cache(&self, collection: &str) -> Option<Arc<CollectionCache>> {
-        let slot = self.caches.lock().await.get(collection).cloned();
-        match slot {
-            Some(CacheSlot::Loaded(cache)) => Some(cache),
-            _ => None,
-        }
+        self.caches.loaded(collection).await
     }
 
     /// The collection's search cache, loading it on first use if it fits the
-    /// budget. Loads under the collection's write lock, so no write lands
-    /// between the scan and the cache going live; writers update it after
-    /// each commit under the same lock.
+    /// budget: on the search's path for a collection under
+    /// `background_load_rows` rows, else in the background (this search and
+    /// those until the load finishes go to LanceDB). Loads run under the
+    /// collection's write lock, so no write lands between the scan and the
+    /// cache going live; writers update it after each commit under the same
+    /// lock.
     async fn cache(&self, collection: &str, spec: &EmbeddingSpec) -> Result<Option<Arc<CollectionCache>>> {
         if self.cache_budget == 0 {
             return Ok(None);
         }
         // Read before the table handle: a refresh after this point keeps the
         // load below from going live.
-        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
-        let slot = self.caches.lock().await.get(collection).cloned();
-        match slot {
+        let generation = self.caches.generation();
+        match self.caches.slot(collection).await {
             Some(CacheSlot::Loaded(cache)) => return Ok(Some(cache)),
-            Some(CacheSlot::Skipped) => return Ok(None),
+            Some(CacheSlot::Loading | CacheSlot::Skipped) => return Ok(None),
             None => {}
+        }
+        if let Some(threshold) = self.background_load_rows {
+            let Some((table, _)) = self.open(collection).await? else {
+                return Ok(None);
+            };
+            if table.count_rows(None).await.map_err(lance_err)? >= threshold {
+                if self.caches.start_loading(collection, generation).await {
+                    // The handle is this process's latest: its own writes go
+                    // through it, another process's bump the generation.
+                    let lock = self.write_lock(collection).await;
+                    let (caches, name) = (Arc::clone(&self.caches), collection.to_string());
+                    tokio::spawn(load_in_background(
+                        caches,
+                        lock,
+                        table,
+                        name,
+                        spec.dimensions,
+                        self.cache_budget,
+                        generation,
+                    ));
+                }
+                return Ok(None);
+            }
         }
         let lock = self.write_lock(collection).await;
         let _guard = lock.lock().await;
         // Another task may have loaded it while we waited.
-        let slot = self.caches.lock().await.get(collection).cloned();
-        match slot {
+        match self.caches.slot(collection).await {
             Some(CacheSlot::Loaded(cache)) => return Ok(Some(cache)),
-            Some(CacheSlot::Skipped) => return Ok(None),
+            Some(CacheSlot::Loading | CacheSlot::Skipped) => return Ok(None),
             None => {}
         }
         // The handle as of now: one from before a refresh may predate another process's write.
         let Some((table, _)) = self.open(collection).await? else {
             return Ok(None);
         };
-        let table = &table;
-        let used = self.cached_bytes().await;
-        let rows = table.count_rows(None).await.map_err(lance_err)?;
-        // Vectors alone, before reading anything: a collection that cannot fit is never scanned.
-        if rows > MAX_CACHED_ROWS || used + rows * spec.dimensions * CACHED_BYTES_PER_DIMENSION > self.cache_budget {
-            self.skip_cache(collection, rows).await;
-            return Ok(None);
-        }
-        let started = std::time::Instant::now();
-        let loaded = Arc::new(CollectionCache::new(spec.dimensions, scan_rows(table, spec.dimensions).await?));
-        if used + loaded.bytes() > self.cache_budget {
-            self.skip_cache(collection, rows).await;
-            return Ok(None);
-        }
-        tracing::debug!(collection, rows, ms = started.elapsed().as_secs_f64() * 1e3, "search cache loaded");
-        let mut caches = self.caches.lock().await;
-        if self.generation.load(std::sync::atomic::Ordering::SeqCst) != generation {
-            // Refreshed while loading: this scan may predate another process's write.
-            return Ok(Some(loaded));
-        }
-        caches.insert(collection.to_string(), CacheSlot::Loaded(Arc::clone(&loaded)));
-        drop(caches);
-        Ok(Some(loaded))
-    }
-
-    async fn cached_bytes(&self) -> usize {
-        let loaded: Vec<Arc<CollectionCache>> = self
-            .caches
-            .lock()
-            .await
-            .values()
-            .filter_map(|slot| match slot {
-                CacheSlot::Loaded(cache) => Some(Arc::clone(cache)),
-                CacheSlot::Skipped => None,
-            })
-            .collect();
-        loaded.iter().map(|c| c.bytes()).sum()
-    }
-
-    async fn skip_cache(&self, collection: &str, rows: usize) {
-        tracing::info!(
-            collection,
-            rows,
-            budget = self.cache_budget,
-            "collection past the search cache budget; searched in LanceDB"
-        );
-        self.caches.lock().await.insert(collection.to_string(), CacheSlot::Skipped);
+        self.caches.load(collection, &table, spec.dimensions, self.cache_budget, generation).await
     }
 
     /// After a committed write: a cache that outgrew the budget is dropped.
     async fn check_cache_budget(&self, collection: &str, cache: &CollectionCache) {
-        let total = self.cached_bytes().await;
+        let total = self.caches.bytes().await;
         if total > self.cache_budget || cache.rows() > MAX_CACHED_ROWS {
-            self.skip_cache(collection, cache.rows()).await;
+            self.caches.skip(collection, cache.rows(), self.cache_budget).await;
         }
     }
 
@@ -403,8 +524,7 @@ impl LanceVectorStore {
     /// After a write conflicted with another process's: the collection's
     /// search cache may miss what that process changed.
     async fn forget_cache(&self, collection: &str) {
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.caches.lock().await.remove(collection);
+        self.caches.forget(Some(collection)).await;
     }
 
     async fn write_lock(&self, collection: &str) -> Arc<Mutex<()>> {
@@ -660,10 +780,16 @@ impl VectorStore for LanceVectorStore {
     /// Another process wrote: table handles are opened again (at the table's
     /// latest version) and cached collections are loaded again on their next
     /// search.
+    /// Until no collection's cache is loading.
+    async fn settle(&self) {
+        while self.caches.slots.lock().await.values().any(|slot| matches!(slot, CacheSlot::Loading)) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     async fn refresh(&self) -> Result<()> {
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.caches.forget(None).await;
         self.tables.lock().await.clear();
-        self.caches.lock().await.clear();
         Ok(())
     }
 
@@ -861,8 +987,7 @@ impl VectorStore for LanceVectorStore {
             .execute()
             .await
             .map_err(lance_err)?;
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.caches.lock().await.remove(collection);
+        self.caches.forget(Some(collection)).await;
         self.tables.lock().await.insert(collection.to_string(), (table.clone(), spec.clone()));
         self.maintain(&table).await;
         Ok(())
@@ -875,7 +1000,7 @@ impl VectorStore for LanceVectorStore {
             Ok(()) | Err(lancedb::Error::TableNotFound { .. }) => {}
             Err(e) => return Err(lance_err(e)),
         }
-        self.caches.lock().await.remove(collection);
+        self.caches.forget(Some(collection)).await;
         self.tables.lock().await.remove(collection);
         Ok(())
     }

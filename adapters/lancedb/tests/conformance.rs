@@ -224,6 +224,62 @@ async fn lancedb_search_cache_follows_writes_and_budget() {
     assert_eq!(got.iter().map(|h| h.id).collect::<Vec<_>>(), want.iter().map(|h| h.id).collect::<Vec<_>>());
 }
 
+/// A collection of `background_load_rows` rows or more is searched in
+/// LanceDB while its cache loads off the search path: every answer equals
+/// LanceDB's, a write racing the load is in the cache once it is live, and a
+/// load overtaken by a refresh never goes live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_collection_loads_its_cache_in_the_background() {
+    use recall_core::ports::{EmbeddingSpec, ScoredResult, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let uri = dir.path().to_str().unwrap().to_string();
+    let store =
+        LanceVectorStore::connect(&uri).await.unwrap().with_index_threshold(None).with_background_load_rows(Some(100));
+    let reference = LanceVectorStore::connect(&uri).await.unwrap().with_index_threshold(None).with_cache_budget(0);
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let ds = DatasetId(uuid::Uuid::new_v4());
+    let record = |i: u64, seed: u64| VectorRecord {
+        id: uuid::Uuid::from_u128(u128::from(i) + 1),
+        vector: pseudo_random_vector(seed),
+        payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
+        belongs_to_set: vec![],
+    };
+    store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+    store.upsert(ds, "Thing_text", (0..300).map(|i| record(i, i + 1)).collect()).await.unwrap();
+    let ids = |hits: Vec<ScoredResult>| hits.into_iter().map(|h| h.id).collect::<Vec<_>>();
+    let agree = |q: u64| {
+        let (store, reference) = (&store, &reference);
+        async move {
+            let q = pseudo_random_vector(q);
+            let got = ids(store.search(ds, "Thing_text", &q, Some(10), None).await.unwrap());
+            reference.refresh().await.unwrap();
+            assert_eq!(got, ids(reference.search(ds, "Thing_text", &q, Some(10), None).await.unwrap()));
+        }
+    };
+
+    // The first search answers and starts the load; a write races it.
+    agree(5).await;
+    store.upsert(ds, "Thing_text", vec![record(1_000, 9_999)]).await.unwrap();
+    store.settle().await;
+    assert!(store.is_cached("Thing_text").await, "live once the load has finished");
+    let top = store.search(ds, "Thing_text", &pseudo_random_vector(9_999), Some(1), None).await.unwrap();
+    assert_eq!(top[0].payload["i"], 1_000, "the write that raced the load is in the cache");
+    agree(77).await;
+
+    // A refresh overtakes a load: that load is not kept, the next search starts another.
+    store.refresh().await.unwrap();
+    agree(6).await;
+    store.refresh().await.unwrap();
+    store.settle().await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!store.is_cached("Thing_text").await, "a load begun before a refresh never goes live");
+    agree(7).await;
+    store.settle().await;
+    assert!(store.is_cached("Thing_text").await);
+    agree(8).await;
+}
+
 /// Two stores on one directory stand for two processes: one's writes reach
 /// the other's cached collection and its table handles after `refresh`, with
 /// the search cache on and off.

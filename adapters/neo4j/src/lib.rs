@@ -172,8 +172,20 @@ impl Neo4jGraphStore {
     }
 
     async fn nodes_where(&self, dataset: DatasetId, clause: &str, params: Vec<(&str, BoltType)>) -> Result<Vec<Node>> {
+        self.nodes_query(dataset, clause, "", params).await
+    }
+
+    /// [`Self::nodes_where`] with a `tail` after the RETURN (an ORDER BY, a LIMIT).
+    async fn nodes_query(
+        &self,
+        dataset: DatasetId,
+        clause: &str,
+        tail: &str,
+        params: Vec<(&str, BoltType)>,
+    ) -> Result<Vec<Node>> {
         let mut q = query(&format!(
-            "MATCH (n:RecallNode {{dataset_id: $ds}}) {clause} RETURN n.id AS id, n.node_type AS node_type, n.props AS props"
+            "MATCH (n:RecallNode {{dataset_id: $ds}}) {clause} \
+             RETURN n.id AS id, n.node_type AS node_type, n.props AS props {tail}"
         ))
         .param("ds", dataset.to_string());
         for (k, v) in params {
@@ -183,9 +195,20 @@ impl Neo4jGraphStore {
     }
 
     async fn edges_where(&self, dataset: DatasetId, clause: &str, params: Vec<(&str, BoltType)>) -> Result<Vec<Edge>> {
+        self.edges_query(dataset, clause, "", params).await
+    }
+
+    /// [`Self::edges_where`] with a `tail` after the RETURN.
+    async fn edges_query(
+        &self,
+        dataset: DatasetId,
+        clause: &str,
+        tail: &str,
+        params: Vec<(&str, BoltType)>,
+    ) -> Result<Vec<Edge>> {
         let mut q = query(&format!(
             "MATCH (a:RecallNode {{dataset_id: $ds}})-[r]->(b:RecallNode {{dataset_id: $ds}}) {clause} \
-             RETURN a.id AS source, type(r) AS rel, b.id AS target, r.edge_text AS edge_text, r.props AS props"
+             RETURN a.id AS source, type(r) AS rel, b.id AS target, r.edge_text AS edge_text, r.props AS props {tail}"
         ))
         .param("ds", dataset.to_string());
         for (k, v) in params {
@@ -394,6 +417,35 @@ impl GraphStore for Neo4jGraphStore {
             ))
         });
         Ok(Subgraph { nodes, edges })
+    }
+
+    /// A keyset read over the `(dataset_id, id)` index.
+    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+        let tail = format!("ORDER BY id LIMIT {limit}");
+        match after {
+            None => self.nodes_query(dataset, "", &tail, vec![]).await,
+            Some(after) => {
+                let after = vec![("after", BoltType::from(after.to_string()))];
+                self.nodes_query(dataset, "WHERE n.id > $after", &tail, after).await
+            }
+        }
+    }
+
+    /// Keyset on (source id, relationship type, target id), compared term by term.
+    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+        let tail = format!("ORDER BY source, rel, target LIMIT {limit}");
+        match after {
+            None => self.edges_query(dataset, "", &tail, vec![]).await,
+            Some((source, relationship, target)) => {
+                let clause = "WHERE a.id > $s OR (a.id = $s AND (type(r) > $r OR (type(r) = $r AND b.id > $t)))";
+                let params = vec![
+                    ("s", BoltType::from(source.to_string())),
+                    ("r", BoltType::from(relationship)),
+                    ("t", BoltType::from(target.to_string())),
+                ];
+                self.edges_query(dataset, clause, &tail, params).await
+            }
+        }
     }
 
     /// The ids alone: no properties cross the wire.

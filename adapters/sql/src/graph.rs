@@ -117,6 +117,11 @@ fn edge_from_row(row: &QueryResult) -> Result<Edge> {
     )
 }
 
+/// A page size as a bound parameter (clamped: a size no store could hold).
+fn page_limit(limit: usize) -> Value {
+    i64::try_from(limit).unwrap_or(i64::MAX).into()
+}
+
 impl SqlGraphStore {
     /// Runs a statement whose one result row holds a JSON array in `rows`
     /// (an aggregate: see [`Self::edge_rows_json`]) and decodes its elements.
@@ -485,6 +490,35 @@ impl GraphStore for SqlGraphStore {
             nodes: node_rows.iter().map(node_from_row).collect::<Result<_>>()?,
             edges: edge_rows.iter().map(edge_from_row).collect::<Result<_>>()?,
         })
+    }
+
+    /// A keyset read on the primary key: each page costs its own rows.
+    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+        let mut params: Vec<Value> = vec![dataset.to_string().into(), page_limit(limit)];
+        let mut sql = String::from("SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1");
+        if let Some(after) = after {
+            sql.push_str(" AND id > $3");
+            params.push(after.to_string().into());
+        }
+        sql.push_str(" ORDER BY id LIMIT $2");
+        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, params)).await.map_err(db_err)?;
+        rows.iter().map(node_from_row).collect()
+    }
+
+    /// A keyset read on the primary key, compared as a row value.
+    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+        let mut params: Vec<Value> = vec![dataset.to_string().into(), page_limit(limit)];
+        let mut sql = String::from(
+            "SELECT source_id, relationship_name, target_id, edge_text, properties, document_ids FROM graph_edges \
+             WHERE dataset_id = $1",
+        );
+        if let Some((source, relationship, target)) = after {
+            sql.push_str(" AND (source_id, relationship_name, target_id) > ($3, $4, $5)");
+            params.extend([source.to_string().into(), relationship.into(), target.to_string().into()]);
+        }
+        sql.push_str(" ORDER BY source_id, relationship_name, target_id LIMIT $2");
+        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, params)).await.map_err(db_err)?;
+        rows.iter().map(edge_from_row).collect()
     }
 
     /// Served by the `graph_nodes_type` index alone (no properties read).

@@ -2,7 +2,7 @@
 //! `DataDTO`, `GraphDTO`), built from the domain types.
 
 use chrono::{DateTime, SecondsFormat};
-use recall_core::{DataItem, Dataset, DatasetId, EpochMillis, Subgraph};
+use recall_core::{DataItem, Dataset, DatasetId, Edge, EpochMillis, Node, Subgraph};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -86,34 +86,31 @@ impl From<&DataItem> for DataDto {
 /// A node's label is its name, else `<type>_<id>`; its properties are every
 /// other attribute except timestamps, nulls dropped.
 pub fn graph_dto(graph: &Subgraph) -> Value {
-    let nodes: Vec<Value> = graph
-        .nodes
-        .iter()
-        .map(|n| {
-            let name = n.properties.get("name").and_then(Value::as_str).filter(|s| !s.is_empty());
-            let label = name.map_or_else(|| format!("{}_{}", n.node_type, n.id), str::to_string);
-            let properties: Map<String, Value> = n
-                .properties
-                .iter()
-                .filter(|(k, v)| {
-                    !matches!(k.as_str(), "id" | "type" | "name" | "created_at" | "updated_at") && !v.is_null()
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            serde_json::json!({"id": n.id, "label": label, "type": n.node_type, "properties": properties})
-        })
-        .collect();
-    let edges: Vec<Value> = graph
-        .edges
-        .iter()
-        .map(|e| serde_json::json!({"source": e.source_node_id, "target": e.target_node_id, "label": e.relationship_name}))
-        .collect();
+    let nodes: Vec<Value> = graph.nodes.iter().map(node_dto).collect();
+    let edges: Vec<Value> = graph.edges.iter().map(edge_dto).collect();
     serde_json::json!({"nodes": nodes, "edges": edges})
+}
+
+/// One node of [`graph_dto`].
+pub fn node_dto(n: &Node) -> Value {
+    let name = n.properties.get("name").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let label = name.map_or_else(|| format!("{}_{}", n.node_type, n.id), str::to_string);
+    let properties: Map<String, Value> = n
+        .properties
+        .iter()
+        .filter(|(k, v)| !matches!(k.as_str(), "id" | "type" | "name" | "created_at" | "updated_at") && !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    serde_json::json!({"id": n.id, "label": label, "type": n.node_type, "properties": properties})
+}
+
+/// One edge of [`graph_dto`].
+pub fn edge_dto(e: &Edge) -> Value {
+    serde_json::json!({"source": e.source_node_id, "target": e.target_node_id, "label": e.relationship_name})
 }
 
 #[cfg(test)]
 mod tests {
-    use recall_core::Node;
     use serde_json::json;
 
     use super::*;

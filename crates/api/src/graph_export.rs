@@ -1,37 +1,200 @@
-//! A dataset's graph as JSON or Graphviz DOT (`recall graph`, the graph endpoints).
+//! A dataset's graph as JSON or Graphviz DOT (`recall graph`, the graph
+//! endpoints), written a page at a time: an export holds one page of nodes
+//! or edges in memory, whatever the graph's size.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use recall_core::Subgraph;
+use recall_core::{Edge, Node, Result, Subgraph};
+use recall_engine::GraphPages;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-/// `{"nodes": [{"id", "type", "name", …properties}], "edges": [{"source", "target", "relationship_name", …}]}`.
-pub fn graph_json(graph: &Subgraph) -> Value {
-    let nodes: Vec<Value> = graph
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut m = n.properties.clone();
-            m.insert("id".into(), json!(n.id.to_string()));
-            m.insert("type".into(), json!(n.node_type));
-            m.entry("name").or_insert(Value::Null);
-            Value::Object(m)
-        })
-        .collect();
-    let edges: Vec<Value> = graph
-        .edges
-        .iter()
-        .map(|e| {
-            let mut m = e.properties.clone();
-            m.insert("source".into(), json!(e.source_node_id.to_string()));
-            m.insert("target".into(), json!(e.target_node_id.to_string()));
-            m.insert("relationship_name".into(), json!(e.relationship_name));
-            m.insert("edge_text".into(), json!(e.edge_text));
-            Value::Object(m)
-        })
-        .collect();
-    json!({"nodes": nodes, "edges": edges})
+use crate::dto::{edge_dto, node_dto};
+
+/// The documents a graph export writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphShape {
+    /// `recall graph`: `{"nodes": [{"id", "type", "name", …properties}],
+    /// "edges": [{"source", "target", "relationship_name", "edge_text", …}]}`,
+    /// one node or edge per line.
+    Json,
+    /// `GET /api/v1/datasets/{id}/graph`: [`crate::graph_dto`]'s shape.
+    Dto,
+    /// Graphviz DOT: nodes labelled "name (type)", edges by relationship name.
+    Dot,
+}
+
+/// A node of [`GraphShape::Json`].
+fn node_json(n: &Node) -> Value {
+    let mut m = n.properties.clone();
+    m.insert("id".into(), json!(n.id.to_string()));
+    m.insert("type".into(), json!(n.node_type));
+    m.entry("name").or_insert(Value::Null);
+    Value::Object(m)
+}
+
+/// An edge of [`GraphShape::Json`].
+fn edge_json(e: &Edge) -> Value {
+    let mut m = e.properties.clone();
+    m.insert("source".into(), json!(e.source_node_id.to_string()));
+    m.insert("target".into(), json!(e.target_node_id.to_string()));
+    m.insert("relationship_name".into(), json!(e.relationship_name));
+    m.insert("edge_text".into(), json!(e.edge_text));
+    Value::Object(m)
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn node_dot(n: &Node) -> String {
+    let name = n
+        .properties
+        .get("name")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .or_else(|| n.properties.get("text").and_then(|v| v.as_str()).map(|t| t.chars().take(40).collect()))
+        .unwrap_or_default();
+    format!("  \"{}\" [label=\"{} ({})\"];\n", n.id, dot_escape(&name), n.node_type)
+}
+
+fn edge_dot(e: &Edge) -> String {
+    format!(
+        "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
+        e.source_node_id,
+        e.target_node_id,
+        dot_escape(&e.relationship_name)
+    )
+}
+
+/// Where a [`GraphWriter`] stands in its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Head,
+    Nodes,
+    Edges,
+    Done,
+}
+
+/// Renders an export piece by piece: pages of nodes, then pages of edges,
+/// then [`GraphWriter::finish`]; the pieces concatenated are the document.
+#[derive(Debug)]
+pub struct GraphWriter {
+    shape: GraphShape,
+    section: Section,
+    /// Whether the open JSON array has an element (a comma goes before the next).
+    wrote_item: bool,
+}
+
+impl GraphWriter {
+    pub fn new(shape: GraphShape) -> Self {
+        Self { shape, section: Section::Head, wrote_item: false }
+    }
+
+    /// Opens the document and moves it to `to`.
+    fn enter(&mut self, out: &mut String, to: Section) {
+        while self.section != to {
+            let json = self.shape != GraphShape::Dot;
+            match self.section {
+                Section::Head if json => out.push_str("{\"nodes\": ["),
+                Section::Head => {
+                    out.push_str("digraph recall {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n");
+                }
+                Section::Nodes if json => out.push_str("\n],\n\"edges\": ["),
+                Section::Edges if json => out.push_str("\n]}\n"),
+                Section::Edges => out.push_str("}\n"),
+                Section::Nodes | Section::Done => {}
+            }
+            self.section = match self.section {
+                Section::Head => Section::Nodes,
+                Section::Nodes => Section::Edges,
+                Section::Edges | Section::Done => Section::Done,
+            };
+            self.wrote_item = false;
+        }
+    }
+
+    fn item(&mut self, out: &mut String, value: Value) {
+        out.push_str(if self.wrote_item { ",\n" } else { "\n" });
+        out.push_str(&value.to_string());
+        self.wrote_item = true;
+    }
+
+    /// A page of nodes (before any edge).
+    pub fn nodes(&mut self, nodes: &[Node]) -> String {
+        let mut out = String::new();
+        self.enter(&mut out, Section::Nodes);
+        for n in nodes {
+            match self.shape {
+                GraphShape::Json => self.item(&mut out, node_json(n)),
+                GraphShape::Dto => self.item(&mut out, node_dto(n)),
+                GraphShape::Dot => out.push_str(&node_dot(n)),
+            }
+        }
+        out
+    }
+
+    /// A page of edges (after every node).
+    pub fn edges(&mut self, edges: &[Edge]) -> String {
+        let mut out = String::new();
+        self.enter(&mut out, Section::Edges);
+        for e in edges {
+            match self.shape {
+                GraphShape::Json => self.item(&mut out, edge_json(e)),
+                GraphShape::Dto => self.item(&mut out, edge_dto(e)),
+                GraphShape::Dot => out.push_str(&edge_dot(e)),
+            }
+        }
+        out
+    }
+
+    /// What closes the document (what it still lacks, for an empty graph).
+    pub fn finish(&mut self) -> String {
+        let mut out = String::new();
+        self.enter(&mut out, Section::Done);
+        out
+    }
+}
+
+/// A whole graph held in memory as one document of `shape`.
+pub fn render_graph(graph: &Subgraph, shape: GraphShape) -> String {
+    let mut writer = GraphWriter::new(shape);
+    let mut out = writer.nodes(&graph.nodes);
+    out.push_str(&writer.edges(&graph.edges));
+    out.push_str(&writer.finish());
+    out
+}
+
+/// A dataset's graph export read and rendered a page at a time.
+pub struct GraphExport {
+    pages: GraphPages,
+    writer: GraphWriter,
+}
+
+impl GraphExport {
+    pub fn new(pages: GraphPages, shape: GraphShape) -> Self {
+        Self { pages, writer: GraphWriter::new(shape) }
+    }
+
+    /// The next piece of the document, one page of the graph; `None` after
+    /// the last.
+    pub async fn next_piece(&mut self) -> Result<Option<String>> {
+        match self.writer.section {
+            Section::Head | Section::Nodes => {
+                if let Some(nodes) = self.pages.next_nodes().await? {
+                    return Ok(Some(self.writer.nodes(&nodes)));
+                }
+                let mut piece = self.writer.nodes(&[]);
+                piece.push_str(&self.writer.edges(&[]));
+                Ok(Some(piece))
+            }
+            Section::Edges => match self.pages.next_edges().await? {
+                Some(edges) => Ok(Some(self.writer.edges(&edges))),
+                None => Ok(Some(self.writer.finish())),
+            },
+            Section::Done => Ok(None),
+        }
+    }
 }
 
 /// A bounded piece of a graph for drawing: from the seed nodes (or, without
@@ -88,35 +251,6 @@ pub fn bounded_subgraph(
     }
 }
 
-fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// Graphviz DOT: nodes labelled "name (type)", edges by relationship name.
-pub fn graph_dot(graph: &Subgraph) -> String {
-    let mut out = String::from("digraph recall {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n");
-    for n in &graph.nodes {
-        let name = n
-            .properties
-            .get("name")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| n.properties.get("text").and_then(|v| v.as_str()).map(|t| t.chars().take(40).collect()))
-            .unwrap_or_default();
-        out.push_str(&format!("  \"{}\" [label=\"{} ({})\"];\n", n.id, dot_escape(&name), n.node_type));
-    }
-    for e in &graph.edges {
-        out.push_str(&format!(
-            "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
-            e.source_node_id,
-            e.target_node_id,
-            dot_escape(&e.relationship_name)
-        ));
-    }
-    out.push_str("}\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use recall_core::{Edge, Node};
@@ -142,15 +276,43 @@ mod tests {
             properties: Map::new(),
         };
         let graph = Subgraph { nodes: vec![a.clone(), b.clone()], edges: vec![edge] };
-        let j = graph_json(&graph);
+        let j: Value = serde_json::from_str(&render_graph(&graph, GraphShape::Json)).unwrap();
         assert_eq!(j["nodes"][0]["id"], json!(a.id.to_string()));
         assert_eq!(j["nodes"][0]["type"], json!("Entity"));
         assert_eq!(j["edges"][0]["relationship_name"], json!("designed"));
         assert_eq!(j["edges"][0]["target"], json!(b.id.to_string()));
-        let dot = graph_dot(&graph);
+        let dto: Value = serde_json::from_str(&render_graph(&graph, GraphShape::Dto)).unwrap();
+        assert_eq!(dto, crate::graph_dto(&graph), "the streamed DTO is the whole one");
+        let dot = render_graph(&graph, GraphShape::Dot);
         assert!(dot.starts_with("digraph recall {"));
         assert!(dot.contains(r#"[label="Ada \"the\" first (Entity)"]"#), "{dot}");
         assert!(dot.contains(&format!("\"{}\" -> \"{}\" [label=\"designed\"]", a.id, b.id)));
+    }
+
+    #[test]
+    fn pieces_of_any_split_make_one_document() {
+        let nodes: Vec<Node> = (0..5).map(|i| node(&format!("n{i}"), "Entity")).collect();
+        let edges: Vec<Edge> = nodes.windows(2).map(|w| Edge::new(w[0].id, "next", w[1].id)).collect();
+        let graph = Subgraph { nodes: nodes.clone(), edges: edges.clone() };
+        for shape in [GraphShape::Json, GraphShape::Dto, GraphShape::Dot] {
+            let whole = render_graph(&graph, shape);
+            for page in 1..=3 {
+                let mut w = GraphWriter::new(shape);
+                let mut out: String = nodes.chunks(page).map(|p| w.nodes(p)).collect();
+                out.push_str(&w.nodes(&[]));
+                out.extend(edges.chunks(page).map(|p| w.edges(p)));
+                out.push_str(&w.finish());
+                out.push_str(&w.finish());
+                assert_eq!(out, whole, "{shape:?} in pages of {page}");
+            }
+            let empty = render_graph(&Subgraph::default(), shape);
+            if shape == GraphShape::Dot {
+                assert!(empty.starts_with("digraph recall {") && empty.ends_with("}\n"), "{empty}");
+            } else {
+                let v: Value = serde_json::from_str(&empty).unwrap();
+                assert_eq!(v, json!({"nodes": [], "edges": []}));
+            }
+        }
     }
 
     #[test]

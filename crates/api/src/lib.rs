@@ -11,9 +11,9 @@ pub mod graph_export;
 pub mod search_results;
 pub mod wire;
 
-pub use dto::{graph_dto, iso_utc, DataDto, DatasetDto};
+pub use dto::{edge_dto, graph_dto, iso_utc, node_dto, DataDto, DatasetDto};
 pub use errors::{error_response, stream_error_frame, ErrorResponse, Route};
-pub use graph_export::{bounded_subgraph, graph_dot, graph_json};
+pub use graph_export::{bounded_subgraph, render_graph, GraphExport, GraphShape, GraphWriter};
 pub use recall_core::{RecallResponse, SearchOptions};
 pub use recall_engine::{RecallRequest, SearchRequest, SearchResultPayload};
 pub use search_results::search_results;

@@ -5,6 +5,7 @@
 mod access;
 pub mod credentials;
 mod datasets;
+pub mod export;
 pub mod ingest;
 pub mod query;
 mod sessions;
@@ -22,6 +23,7 @@ use recall_retrievers::{Retriever, RetrieverRegistry};
 pub use access::DatasetListing;
 pub use credentials::{CreatedApiKey, CredentialsConfig, PasswordCheck};
 pub use datasets::DatasetStatus;
+pub use export::{GraphPages, EXPORT_PAGE};
 pub use ingest::chunking::{chunk_text, TextChunk};
 pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
@@ -400,7 +402,9 @@ impl Engine {
         &self.vectors
     }
 
-    /// A dataset's whole graph, for exports; the caller needs `read` on it.
+    /// A dataset's whole graph in memory (the graph page draws a part of
+    /// it; exports stream with [`Engine::dataset_graph_pages`]); the caller
+    /// needs `read` on it.
     pub async fn dataset_graph(
         &self,
         user: &User,

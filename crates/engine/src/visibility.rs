@@ -187,6 +187,40 @@ impl GraphStore for VisibleGraph {
         Ok(self.hidden.subgraph(self.inner.get_graph(dataset).await?))
     }
 
+    /// Reads on past hidden nodes until the page is full or the store ends,
+    /// so a short page still means the end.
+    async fn nodes_page(&self, dataset: DatasetId, mut after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+        let mut page = Vec::new();
+        loop {
+            let mut read = self.inner.nodes_page(dataset, after, limit - page.len()).await?;
+            let end = read.len() < limit - page.len();
+            after = read.last().map(|n| n.id).or(after);
+            self.hidden.keep_nodes(&mut read);
+            page.append(&mut read);
+            if end || page.len() >= limit {
+                break;
+            }
+        }
+        self.strip(dataset, &mut page).await?;
+        Ok(page)
+    }
+
+    /// As [`Self::nodes_page`], past hidden edges.
+    async fn edges_page(&self, dataset: DatasetId, mut after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+        let mut page = Vec::new();
+        loop {
+            let mut read = self.inner.edges_page(dataset, after.clone(), limit - page.len()).await?;
+            let end = read.len() < limit - page.len();
+            after = read.last().map(Edge::key).or(after);
+            self.hidden.keep_edges(&mut read);
+            page.append(&mut read);
+            if end || page.len() >= limit {
+                break;
+            }
+        }
+        Ok(page)
+    }
+
     async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
         let mut ids = self.inner.node_ids_by_type(dataset, node_type).await?;
         ids.retain(|id| !self.hidden.node(id));
@@ -219,22 +253,8 @@ impl GraphStore for VisibleGraph {
         Ok(rows)
     }
 
-    /// The edges read and counted (a store's count would include hidden ones).
-    async fn count_edges_into(
-        &self,
-        dataset: DatasetId,
-        targets: &[Uuid],
-        relationship: &str,
-    ) -> Result<Vec<(Uuid, u64)>> {
-        let wanted: HashSet<Uuid> = self.hidden.ids(targets).into_iter().collect();
-        let mut counts: std::collections::BTreeMap<Uuid, u64> = std::collections::BTreeMap::new();
-        for e in self.edges_touching(dataset, targets, EdgeProjection::Only(&[])).await? {
-            if e.relationship_name == relationship && wanted.contains(&e.target_node_id) {
-                *counts.entry(e.target_node_id).or_default() += 1;
-            }
-        }
-        Ok(counts.into_iter().collect())
-    }
+    // `count_edges_into` keeps the trait's default: it counts the edges
+    // read through this filter (a store's own count would include hidden ones).
 
     /// The store's counts (quarantined rows included).
     async fn count(&self, dataset: DatasetId) -> Result<(u64, u64)> {
@@ -375,6 +395,10 @@ impl VectorStore for VisibleVectors {
         self.inner.refresh().await
     }
 
+    async fn settle(&self) {
+        self.inner.settle().await;
+    }
+
     async fn healthcheck(&self) -> Result<()> {
         self.inner.healthcheck().await
     }
@@ -508,5 +532,41 @@ mod tests {
         assert!(g.is_empty(dataset).await.unwrap());
         let (g, _) = visible_ports(&graph, &vectors, Hidden::new([a]));
         assert!(!g.is_empty(dataset).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn pages_read_on_past_hidden_runs() {
+        let dataset = DatasetId(Uuid::new_v4());
+        let mut ids: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
+        ids.sort();
+        let graph: Arc<dyn GraphStore> = Arc::new(MemoryGraphStore::default());
+        graph.upsert_nodes(dataset, &ids.iter().map(|id| node(*id)).collect::<Vec<_>>()).await.unwrap();
+        let edges: Vec<Edge> = ids.windows(2).map(|w| Edge::new(w[0], "next", w[1])).collect();
+        graph.upsert_edges(dataset, &edges).await.unwrap();
+        let vectors: Arc<dyn VectorStore> = Arc::new(MemoryVectorStore::default());
+        // A run of four hidden nodes, longer than a page of two.
+        let (g, _) = visible_ports(&graph, &vectors, Hidden::new(ids[1..5].to_vec()));
+        let (mut seen, mut after) = (Vec::new(), None);
+        loop {
+            let page = g.nodes_page(dataset, after, 2).await.unwrap();
+            seen.extend(page.iter().map(|n| n.id));
+            if page.len() < 2 {
+                break;
+            }
+            after = page.last().map(|n| n.id);
+        }
+        let visible: Vec<Uuid> =
+            ids.iter().enumerate().filter(|(i, _)| !(1..5).contains(i)).map(|(_, id)| *id).collect();
+        assert_eq!(seen, visible, "a full page of hidden nodes does not end the read");
+        let (mut seen, mut after) = (0, None);
+        loop {
+            let page = g.edges_page(dataset, after.clone(), 2).await.unwrap();
+            seen += page.len();
+            if page.len() < 2 {
+                break;
+            }
+            after = page.last().map(Edge::key);
+        }
+        assert_eq!(seen, 4, "the edges with no hidden endpoint: 5-6, 6-7, 7-8, 8-9");
     }
 }

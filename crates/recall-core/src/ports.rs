@@ -189,6 +189,26 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     /// Every node and edge of one dataset (for exports, indexes and forget).
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph>;
 
+    /// A page of one dataset's nodes for an export that streams: up to
+    /// `limit` nodes after the node `after` (exclusive), in the store's id
+    /// order; fewer than `limit` only at the end. The default slices
+    /// [`GraphStore::get_graph`]; stores override it with a keyset read,
+    /// so an export holds one page at a time.
+    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+        let mut nodes = self.get_graph(dataset).await?.nodes;
+        nodes.sort_by_key(|n| n.id);
+        Ok(nodes.into_iter().filter(|n| after.is_none_or(|a| n.id > a)).take(limit).collect())
+    }
+
+    /// A page of one dataset's edges, as [`GraphStore::nodes_page`]: up to
+    /// `limit` edges after the edge keyed `after`, in the store's
+    /// (source, relationship_name, target) order.
+    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+        let mut edges = self.get_graph(dataset).await?.edges;
+        edges.sort_by_key(Edge::key);
+        Ok(edges.into_iter().filter(|e| after.as_ref().is_none_or(|a| &e.key() > a)).take(limit).collect())
+    }
+
     /// The nodes of one type.
     async fn nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Node>>;
 
@@ -654,6 +674,11 @@ pub trait VectorStore: Send + Sync {
     async fn refresh(&self) -> Result<()> {
         Ok(())
     }
+
+    /// Waits for the work a store started in the background (a search
+    /// cache loading) to finish: for benchmarks and tests that measure a
+    /// steady state. The default has none.
+    async fn settle(&self) {}
 
     async fn healthcheck(&self) -> Result<()> {
         Ok(())

@@ -3,12 +3,15 @@
 //! permission on each dataset it touches; unknown and forbidden ids answer
 //! the same 403, so ids cannot be probed.
 
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use recall_api::{graph_dto, DataDto, DatasetDto};
+use recall_api::{DataDto, DatasetDto, GraphExport, GraphShape};
 use recall_core::model::pipelines;
 use recall_core::{DatasetId, DatasetRef, Permission};
+use recall_engine::EXPORT_PAGE;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -92,15 +95,22 @@ pub async fn data_count(
     Ok(Json(json!({"count": count})))
 }
 
-/// `GET /api/v1/datasets/{id}/graph`: `{"nodes": [...], "edges": [...]}`.
+/// `GET /api/v1/datasets/{id}/graph`: `{"nodes": [...], "edges": [...]}`,
+/// streamed a page at a time (the permission is checked before the first
+/// byte; a store failure midway cuts the body short, so a client never takes
+/// a partial graph for a whole one).
 #[utoipa::path(get, path = "/datasets/{dataset_id}/graph", tag = "datasets", params(("dataset_id" = String, Path, description = "Dataset id")), responses((status = 200, description = "Nodes and edges", body = Object), (status = 403, description = "No read permission", body = Object)))]
 pub async fn graph(
     State(state): State<AppState>,
     Caller(user): Caller,
     DatasetPath(id): DatasetPath,
-) -> ApiResult<Json<Value>> {
-    let (_, graph) = state.engine().dataset_graph(&user, DatasetRef::Id(id)).await?;
-    Ok(Json(graph_dto(&graph)))
+) -> ApiResult<Response> {
+    let (_, pages) = state.engine().dataset_graph_pages(&user, DatasetRef::Id(id), EXPORT_PAGE).await?;
+    let export = GraphExport::new(pages, GraphShape::Dto);
+    let pieces = futures::stream::try_unfold(export, |mut export| async move {
+        Ok::<_, recall_core::RecallError>(export.next_piece().await?.map(|piece| (piece, export)))
+    });
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::from_stream(pieces)).into_response())
 }
 
 /// `GET /api/v1/datasets/status?dataset=&pipeline=`: each dataset's latest
