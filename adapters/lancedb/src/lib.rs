@@ -780,17 +780,17 @@ impl VectorStore for LanceVectorStore {
     /// Another process wrote: table handles are opened again (at the table's
     /// latest version) and cached collections are loaded again on their next
     /// search.
+    async fn refresh(&self) -> Result<()> {
+        self.caches.forget(None).await;
+        self.tables.lock().await.clear();
+        Ok(())
+    }
+
     /// Until no collection's cache is loading.
     async fn settle(&self) {
         while self.caches.slots.lock().await.values().any(|slot| matches!(slot, CacheSlot::Loading)) {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
-    }
-
-    async fn refresh(&self) -> Result<()> {
-        self.caches.forget(None).await;
-        self.tables.lock().await.clear();
-        Ok(())
     }
 
     async fn upsert(&self, dataset: DatasetId, collection: &str, records: Vec<VectorRecord>) -> Result<()> {

@@ -67,8 +67,8 @@ fn edge_dot(e: &Edge) -> String {
     )
 }
 
-/// Where a [`GraphWriter`] stands in its document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a [`GraphWriter`] stands in its document, in document order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Section {
     Head,
     Nodes,
@@ -91,9 +91,10 @@ impl GraphWriter {
         Self { shape, section: Section::Head, wrote_item: false }
     }
 
-    /// Opens the document and moves it to `to`.
+    /// Moves the document forward to `to` (never back: a page of nodes
+    /// after the edges began is written among them).
     fn enter(&mut self, out: &mut String, to: Section) {
-        while self.section != to {
+        while self.section < to {
             let json = self.shape != GraphShape::Dot;
             match self.section {
                 Section::Head if json => out.push_str("{\"nodes\": ["),
