@@ -241,6 +241,53 @@ async fn graph_completion_references_fill_metadata_and_the_evidence_block() {
     assert!(item.text.contains("(data_id: "), "{}", item.text);
 }
 
+/// Each `segment` supports its edge: a chunk endpoint by itself, an edge
+/// between entities by a chunk that contains its source entity.
+#[tokio::test]
+async fn graph_evidence_supports_each_edge_with_its_chunk_or_a_chunk_holding_it() {
+    let (engine, _fake) = with_llm(Arc::new(|_| "Babbage.".into()), EngineConfig::default()).await;
+    let items = run(
+        &engine,
+        RecallRequest::new("Who did Ada Lovelace work with?")
+            .query_type(SearchType::GraphCompletion)
+            .top_k(30)
+            .only_context(true)
+            .include_references(true),
+    )
+    .await;
+    let evidence = items[0].metadata["evidence"].as_array().unwrap();
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap().to_string();
+    let edges: std::collections::HashMap<String, (String, String)> = evidence
+        .iter()
+        .filter(|e| e["kind"] == "graph_edge")
+        .map(|e| (text(e, "artifact_id"), (text(e, "source_node_id"), text(e, "target_node_id"))))
+        .collect();
+    let graph = engine.graph().get_graph(dataset_id(&engine).await).await.unwrap();
+    let chunks: std::collections::HashSet<String> =
+        graph.nodes.iter().filter(|n| n.node_type == "DocumentChunk").map(|n| n.id.to_string()).collect();
+    let contains: std::collections::HashSet<(String, String)> = graph
+        .edges
+        .iter()
+        .filter(|e| e.relationship_name == "contains")
+        .map(|e| (e.source_node_id.to_string(), e.target_node_id.to_string()))
+        .collect();
+    let (mut by_chunk_end, mut between_entities) = (0, 0);
+    for segment in evidence.iter().filter(|e| e["kind"] == "segment") {
+        let edge = text(segment, "assertion_id");
+        let (source, target) = &edges[&edge];
+        let chunk = text(segment, "chunk_id");
+        assert!(chunks.contains(&chunk), "a segment is a chunk: {segment}");
+        if chunks.contains(source) || chunks.contains(target) {
+            assert!(&chunk == source || &chunk == target, "a chunk endpoint supports its edge: {segment}");
+            by_chunk_end += 1;
+        } else {
+            assert!(contains.contains(&(chunk.clone(), source.clone())), "the chunk holds the source: {segment}");
+            between_entities += 1;
+        }
+    }
+    assert!(by_chunk_end > 0 && between_entities > 0, "{by_chunk_end} {between_entities}");
+}
+
 #[tokio::test]
 async fn rag_completion_uses_chunks_and_cites_them() {
     let (engine, fake) =

@@ -119,15 +119,18 @@ pub(crate) async fn graph_evidence(ctx: &DatasetPorts, triplets: &[Triplet]) -> 
 
 /// (edge artifact id, supporting chunk) pairs, in triplet order.
 ///
-/// Reads the `contains` edges of the entities (names only, no properties),
-/// then the chosen chunks alone: not every neighbour of every entity, which
-/// for a widespread entity is thousands of chunk texts.
+/// Reads the `contains` edges of the entities of the triplets between
+/// entities (names only, no properties), then the chosen chunks alone: not
+/// every neighbour of every entity, which for a widespread entity is
+/// thousands of chunk texts. A result whose triplets all touch a chunk reads
+/// no edge at all.
 async fn supporting_chunks(ctx: &DatasetPorts, triplets: &[Triplet]) -> recall_core::Result<Vec<(String, Node)>> {
+    // Only a triplet with no chunk endpoint needs the chunks containing its
+    // entities: a chunk endpoint supports its edge by itself.
     let entity_ids: HashSet<Uuid> = triplets
         .iter()
-        .flat_map(|t| [&t.node1, &t.node2])
-        .filter(|n| n.node_type != DOCUMENT_CHUNK)
-        .map(|n| n.id)
+        .filter(|t| t.node1.node_type != DOCUMENT_CHUNK && t.node2.node_type != DOCUMENT_CHUNK)
+        .flat_map(|t| [t.node1.id, t.node2.id])
         .collect();
     let edges = if entity_ids.is_empty() {
         Vec::new()
