@@ -308,8 +308,10 @@ impl FlatIndex {
         start.min(self.len())..(start + ROWS_PER_TASK).min(self.len())
     }
 
-    fn hit(&self, (score, row): (f64, usize)) -> ScoredResult {
-        ScoredResult { id: self.ids[row], score, payload: crate::parse_payload(&self.payloads[row]) }
+    /// A row as a hit; without `payloads`, its payload stays unread (empty).
+    fn hit(&self, (score, row): (f64, usize), payloads: bool) -> ScoredResult {
+        let payload = if payloads { crate::parse_payload(&self.payloads[row]) } else { Default::default() };
+        ScoredResult { id: self.ids[row], score, payload }
     }
 }
 
@@ -414,13 +416,15 @@ impl CollectionCache {
 
     /// Exact cosine search of one dataset's rows, best first; large scans are
     /// split across blocking threads so they neither stall the async workers
-    /// nor use one core only.
+    /// nor use one core only. Without `payloads` the hits' payloads are left
+    /// empty (a ranking by id parses no payload).
     pub(crate) async fn search(
         self: &Arc<Self>,
         dataset: DatasetId,
         query: &[f32],
         limit: Option<usize>,
         filter: Option<NodeSetFilter>,
+        payloads: bool,
     ) -> Vec<ScoredResult> {
         let query: Arc<[f32]> = unit(query).into();
         let rows = self.read().get(&dataset).map_or(0, FlatIndex::len);
@@ -433,15 +437,15 @@ impl CollectionCache {
             return index
                 .scan(&query, 0..index.len(), limit, filter.as_ref())
                 .into_iter()
-                .map(|h| index.hit(h))
+                .map(|h| index.hit(h, payloads))
                 .collect();
         }
         let filter = Arc::new(filter);
         match limit {
             Some(limit) if !query.iter().all(|x| *x == 0.0) => {
-                self.quantized_search(dataset, query, rows, limit, filter).await
+                self.quantized_search(dataset, query, rows, limit, filter, payloads).await
             }
-            _ => self.split_scan(dataset, query, rows, limit, filter).await,
+            _ => self.split_scan(dataset, query, rows, limit, filter, payloads).await,
         }
     }
 
@@ -453,6 +457,7 @@ impl CollectionCache {
         rows: usize,
         limit: Option<usize>,
         filter: Arc<Option<NodeSetFilter>>,
+        payloads: bool,
     ) -> Vec<ScoredResult> {
         let tasks = (0..rows).step_by(ROWS_PER_TASK).map(|start| {
             let (cache, query, filter) = (Arc::clone(self), Arc::clone(&query), Arc::clone(&filter));
@@ -461,7 +466,7 @@ impl CollectionCache {
                 let Some(index) = datasets.get(&dataset) else { return Vec::new() };
                 let best = index.scan(&query, index.task_range(start), limit, filter.as_ref().as_ref());
                 best.into_iter()
-                    .map(|(score, row)| (score, index.ids[row], index.hit((score, row))))
+                    .map(|(score, row)| (score, index.ids[row], index.hit((score, row), payloads)))
                     .collect::<Vec<_>>()
             })
         });
@@ -488,6 +493,7 @@ impl CollectionCache {
         rows: usize,
         limit: usize,
         filter: Arc<Option<NodeSetFilter>>,
+        payloads: bool,
     ) -> Vec<ScoredResult> {
         let quantized = Arc::new(QuantizedQuery::new(&query));
         let tasks = (0..rows).step_by(ROWS_PER_TASK).map(|start| {
@@ -522,7 +528,7 @@ impl CollectionCache {
                 .collect();
             best.sort_unstable();
             best.truncate(limit);
-            best.into_iter().map(|Ranked(score, _, row)| index.hit((score, row))).collect()
+            best.into_iter().map(|Ranked(score, _, row)| index.hit((score, row), payloads)).collect()
         });
         // A re-scoring cannot panic on stored data.
         rescored.await.unwrap_or_default()
@@ -580,7 +586,7 @@ mod tests {
             let q = vector(probe + 1_000_000, 16);
             let mut expected: Vec<(f64, usize)> = stored.iter().enumerate().map(|(i, v)| (cosine(&q, v), i)).collect();
             expected.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let hits = cache.search(ds, &q, Some(25), None).await;
+            let hits = cache.search(ds, &q, Some(25), None, true).await;
             assert_eq!(hits.len(), 25);
             for (hit, (d, i)) in hits.iter().zip(&expected) {
                 assert_eq!(hit.id, Uuid::from_u128(*i as u128 + 1));
@@ -588,8 +594,8 @@ mod tests {
                 assert_eq!(hit.payload["i"], *i as u64 + 1);
             }
         }
-        assert_eq!(cache.search(ds, &vector(5, 16), None, None).await.len(), n, "no limit: every row");
-        assert!(cache.search(DatasetId(Uuid::from_u128(8)), &vector(5, 16), None, None).await.is_empty());
+        assert_eq!(cache.search(ds, &vector(5, 16), None, None, true).await.len(), n, "no limit: every row");
+        assert!(cache.search(DatasetId(Uuid::from_u128(8)), &vector(5, 16), None, None, true).await.is_empty());
     }
 
     /// Every row's exact similarity lies within its int8 bounds, and the
@@ -653,9 +659,9 @@ mod tests {
             let mut q = vector(probe, dims);
             q[0] += 0.01;
             for filter in &filters {
-                let all = cache.search(ds, &q, None, filter.clone()).await;
+                let all = cache.search(ds, &q, None, filter.clone(), true).await;
                 for k in [1, 10, 100, 1_000] {
-                    let top = cache.search(ds, &q, Some(k), filter.clone()).await;
+                    let top = cache.search(ds, &q, Some(k), filter.clone(), true).await;
                     let want: Vec<(Uuid, f64)> = all.iter().take(k).map(|h| (h.id, h.score)).collect();
                     let got: Vec<(Uuid, f64)> = top.iter().map(|h| (h.id, h.score)).collect();
                     assert_eq!(got, want, "probe {probe}, k {k}, filter {filter:?}");
@@ -679,18 +685,18 @@ mod tests {
             ],
         ));
         let ids = |hits: Vec<ScoredResult>| hits.iter().map(|h| h.id.as_u128()).collect::<Vec<_>>();
-        assert_eq!(ids(cache.search(ds, &[1.0, 0.1], None, None).await), vec![1, 3, 2, 4]);
-        let zero = cache.search(ds, &[1.0, 0.1], None, None).await.pop().unwrap();
+        assert_eq!(ids(cache.search(ds, &[1.0, 0.1], None, None, true).await), vec![1, 3, 2, 4]);
+        let zero = cache.search(ds, &[1.0, 0.1], None, None, true).await.pop().unwrap();
         assert_eq!((zero.id.as_u128(), zero.score), (4, 1.0), "a zero vector is at distance 1");
         // Row 2 now points along x; row 1 is removed (row 4 moves into its place).
         cache.upsert_rows(vec![(ds, row(2, vec![3.0, 0.0], &["b"]))]);
         cache.remove(ds, &[Uuid::from_u128(1), Uuid::from_u128(99)]);
-        assert_eq!(ids(cache.search(ds, &[1.0, 0.0], None, None).await), vec![2, 3, 4]);
-        assert!(cache.search(ds, &[1.0, 0.0], Some(1), None).await[0].score.abs() < 1e-6);
+        assert_eq!(ids(cache.search(ds, &[1.0, 0.0], None, None, true).await), vec![2, 3, 4]);
+        assert!(cache.search(ds, &[1.0, 0.0], Some(1), None, true).await[0].score.abs() < 1e-6);
         let any_a = NodeSetFilter::Any(vec!["a".into()]);
-        assert_eq!(ids(cache.search(ds, &[1.0, 0.0], None, Some(any_a)).await), vec![3]);
+        assert_eq!(ids(cache.search(ds, &[1.0, 0.0], None, Some(any_a), true).await), vec![3]);
         let all = NodeSetFilter::All(vec!["a".into(), "b".into()]);
-        assert_eq!(ids(cache.search(ds, &[0.0, 1.0], Some(5), Some(all)).await), vec![3]);
+        assert_eq!(ids(cache.search(ds, &[0.0, 1.0], Some(5), Some(all), true).await), vec![3]);
         assert_eq!(cache.rows(), 3);
         let fresh = CollectionCache::new(
             2,
@@ -703,6 +709,6 @@ mod tests {
         assert_eq!(cache.bytes(), fresh.bytes(), "the byte count follows replacements and removals");
         cache.remove_dataset(ds);
         assert_eq!(cache.rows(), 0);
-        assert!(cache.search(ds, &[1.0, 0.0], None, None).await.is_empty());
+        assert!(cache.search(ds, &[1.0, 0.0], None, None, true).await.is_empty());
     }
 }

@@ -469,6 +469,75 @@ impl LanceVectorStore {
         Ok(())
     }
 
+    /// The search of [`VectorStore::search`]; without `payloads` the hits'
+    /// payloads are neither read nor parsed (left empty).
+    async fn search_hits(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+        payloads: bool,
+    ) -> Result<Vec<ScoredResult>> {
+        let Some((table, spec)) = self.open(collection).await? else {
+            return Ok(Vec::new());
+        };
+        if query.len() != spec.dimensions {
+            return Err(mismatch(dataset, &spec, "<query vector>", query.len()));
+        }
+        if let Some(cache) = self.cache(collection, &spec).await? {
+            return Ok(cache.search(dataset, query, limit, filter, payloads).await);
+        }
+        let mut predicate = dataset_filter(dataset);
+        if let Some(f) = filter {
+            predicate = format!("{predicate} AND {}", filter_sql(&f));
+        }
+        // "All rows" must not go through an approximate index.
+        let exhaustive = limit.is_none();
+        let limit = match limit {
+            Some(n) => n,
+            // LanceDB applies a default limit; "all" means the dataset's row count.
+            None => table.count_rows(Some(dataset_filter(dataset))).await.map_err(lance_err)?,
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let columns: &[&str] = if payloads { &["id", "payload", "_distance"] } else { &["id", "_distance"] };
+        let mut vector_query = table
+            .query()
+            .nearest_to(query)
+            .map_err(lance_err)?
+            .distance_type(DistanceType::Cosine)
+            .only_if(predicate)
+            // Never the stored vectors: only what a hit carries.
+            .select(Select::columns(columns))
+            .limit(limit)
+            // Approximate hits are re-ranked on the exact vectors, so scores
+            // stay raw cosine distances.
+            .refine_factor(4);
+        if exhaustive {
+            vector_query = vector_query.bypass_vector_index();
+        }
+        let batches = collect_batches(vector_query).await?;
+        let mut hits = Vec::new();
+        for batch in &batches {
+            let ids = string_column(batch, "id")?;
+            let texts = if payloads { Some(string_column(batch, "payload")?) } else { None };
+            let distances = batch
+                .column_by_name("_distance")
+                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+                .ok_or_else(|| RecallError::backend_msg("LanceDB result has no _distance column"))?;
+            for i in 0..batch.num_rows() {
+                let id = parse_id(ids.value(i))?;
+                let payload = texts.map(|t| parse_payload(t.value(i))).unwrap_or_default();
+                hits.push(ScoredResult { id, score: f64::from(distances.value(i)), payload });
+            }
+        }
+        hits.sort_by(|a, b| a.score.total_cmp(&b.score));
+        Ok(hits)
+    }
+
     async fn open(&self, collection: &str) -> Result<Option<(Table, EmbeddingSpec)>> {
         let mut tables = self.tables.lock().await;
         if let Some(found) = tables.get(collection) {
@@ -843,61 +912,19 @@ impl VectorStore for LanceVectorStore {
         limit: Option<usize>,
         filter: Option<NodeSetFilter>,
     ) -> Result<Vec<ScoredResult>> {
-        let Some((table, spec)) = self.open(collection).await? else {
-            return Ok(Vec::new());
-        };
-        if query.len() != spec.dimensions {
-            return Err(mismatch(dataset, &spec, "<query vector>", query.len()));
-        }
-        if let Some(cache) = self.cache(collection, &spec).await? {
-            return Ok(cache.search(dataset, query, limit, filter).await);
-        }
-        let mut predicate = dataset_filter(dataset);
-        if let Some(f) = filter {
-            predicate = format!("{predicate} AND {}", filter_sql(&f));
-        }
-        // "All rows" must not go through an approximate index.
-        let exhaustive = limit.is_none();
-        let limit = match limit {
-            Some(n) => n,
-            // LanceDB applies a default limit; "all" means the dataset's row count.
-            None => table.count_rows(Some(dataset_filter(dataset))).await.map_err(lance_err)?,
-        };
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut vector_query = table
-            .query()
-            .nearest_to(query)
-            .map_err(lance_err)?
-            .distance_type(DistanceType::Cosine)
-            .only_if(predicate)
-            // Never the stored vectors: only what a hit carries.
-            .select(Select::columns(&["id", "payload", "_distance"]))
-            .limit(limit)
-            // Approximate hits are re-ranked on the exact vectors, so scores
-            // stay raw cosine distances.
-            .refine_factor(4);
-        if exhaustive {
-            vector_query = vector_query.bypass_vector_index();
-        }
-        let batches = collect_batches(vector_query).await?;
-        let mut hits = Vec::new();
-        for batch in &batches {
-            let ids = string_column(batch, "id")?;
-            let payloads = string_column(batch, "payload")?;
-            let distances = batch
-                .column_by_name("_distance")
-                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
-                .ok_or_else(|| RecallError::backend_msg("LanceDB result has no _distance column"))?;
-            for i in 0..batch.num_rows() {
-                let id = parse_id(ids.value(i))?;
-                let payload = parse_payload(payloads.value(i));
-                hits.push(ScoredResult { id, score: f64::from(distances.value(i)), payload });
-            }
-        }
-        hits.sort_by(|a, b| a.score.total_cmp(&b.score));
-        Ok(hits)
+        self.search_hits(dataset, collection, query, limit, filter, true).await
+    }
+
+    async fn search_ids(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+    ) -> Result<Vec<(Uuid, f64)>> {
+        let hits = self.search_hits(dataset, collection, query, limit, filter, false).await?;
+        Ok(hits.into_iter().map(|h| (h.id, h.score)).collect())
     }
 
     async fn count(&self, dataset: DatasetId, collection: &str) -> Result<u64> {

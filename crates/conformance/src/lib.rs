@@ -665,6 +665,14 @@ async fn vector_search_and_upsert(store: &dyn VectorStore, col: &str, spec: &Emb
     assert_eq!(hits[0].payload.get("text"), Some(&json!("x")), "payload round-trips");
     assert_eq!(hits[0].payload.get("chunk_index"), Some(&json!(0)));
 
+    // Ids and distances alone rank as the full hits do, with or without a limit.
+    for limit in [None, Some(2)] {
+        let full = store.search(ds, col, &[1.0, 0.1, 0.0, 0.0], limit, None).await.unwrap();
+        let bare = store.search_ids(ds, col, &[1.0, 0.1, 0.0, 0.0], limit, None).await.unwrap();
+        assert_eq!(bare.iter().map(|h| h.0).collect::<Vec<_>>(), full.iter().map(|h| h.id).collect::<Vec<_>>());
+        assert!(bare.iter().zip(&full).all(|(b, f)| (b.1 - f.score).abs() < 1e-6), "{bare:?}");
+    }
+
     let top1 = store.search(ds, col, &[0.0, 1.0, 0.0, 0.0], Some(1), None).await.unwrap();
     assert_eq!(top1.len(), 1);
     assert_eq!(top1[0].id, y);
@@ -750,6 +758,9 @@ async fn vector_node_set_filter(store: &dyn VectorStore, col: &str, spec: &Embed
     let all =
         store.search(ds, col, &q, None, Some(NodeSetFilter::All(vec!["blue".into(), "red".into()]))).await.unwrap();
     assert_eq!(all.iter().map(|h| h.id).collect::<Vec<_>>(), vec![b]);
+    let bare =
+        store.search_ids(ds, col, &q, Some(5), Some(NodeSetFilter::Any(vec!["blue".into(), "red".into()]))).await;
+    assert_eq!(bare.unwrap().iter().map(|h| h.0).collect::<Vec<_>>(), vec![a, b], "search_ids filters alike");
     let none = store.search(ds, col, &q, None, Some(NodeSetFilter::Any(vec!["green".into()]))).await.unwrap();
     assert!(none.is_empty());
     store.delete_dataset(ds).await.unwrap();

@@ -325,6 +325,42 @@ pub(crate) struct VisibleVectors {
     hidden: Hidden,
 }
 
+impl VisibleVectors {
+    /// The `limit` nearest visible hits of `fetch` (a search asked for a
+    /// number of hits). Asks for a few more than `limit` first, and for as
+    /// many more as could be hidden only when the first answer came back
+    /// full and too short: hiding never shortens an answer, and a large
+    /// quarantine does not widen every search.
+    async fn visible<T, Fut>(
+        &self,
+        limit: Option<usize>,
+        id: impl Fn(&T) -> Uuid,
+        fetch: impl Fn(Option<usize>) -> Fut,
+    ) -> Result<Vec<T>>
+    where
+        Fut: std::future::Future<Output = Result<Vec<T>>>,
+    {
+        if self.hidden.everything() {
+            return Ok(Vec::new());
+        }
+        let widest = limit.map(|l| l.saturating_add(self.hidden.0.len()));
+        let mut ask = limit.map(|l| l.saturating_mul(2).saturating_add(16)).min(widest);
+        loop {
+            let mut hits = fetch(ask).await?;
+            let full = ask.is_some_and(|a| hits.len() >= a);
+            hits.retain(|h| !self.hidden.node(&id(h)));
+            match limit {
+                Some(l) if hits.len() < l && full && ask < widest => ask = widest,
+                Some(l) => {
+                    hits.truncate(l);
+                    return Ok(hits);
+                }
+                None => return Ok(hits),
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl VectorStore for VisibleVectors {
     fn name(&self) -> &'static str {
@@ -347,10 +383,6 @@ impl VectorStore for VisibleVectors {
         self.inner.upsert(dataset, collection, records).await
     }
 
-    /// The `limit` nearest visible rows. Asks for a few more than `limit`
-    /// first, and for as many more as could be hidden only when the first
-    /// answer came back full and too short: hiding never shortens an answer,
-    /// and a large quarantine does not widen every search.
     async fn search(
         &self,
         dataset: DatasetId,
@@ -359,24 +391,20 @@ impl VectorStore for VisibleVectors {
         limit: Option<usize>,
         filter: Option<NodeSetFilter>,
     ) -> Result<Vec<ScoredResult>> {
-        if self.hidden.everything() {
-            return Ok(Vec::new());
-        }
-        let widest = limit.map(|l| l.saturating_add(self.hidden.0.len()));
-        let mut ask = limit.map(|l| l.saturating_mul(2).saturating_add(16)).min(widest);
-        loop {
-            let mut hits = self.inner.search(dataset, collection, query, ask, filter.clone()).await?;
-            let full = ask.is_some_and(|a| hits.len() >= a);
-            hits.retain(|h| !self.hidden.node(&h.id));
-            match limit {
-                Some(l) if hits.len() < l && full && ask < widest => ask = widest,
-                Some(l) => {
-                    hits.truncate(l);
-                    return Ok(hits);
-                }
-                None => return Ok(hits),
-            }
-        }
+        let fetch = |ask| self.inner.search(dataset, collection, query, ask, filter.clone());
+        self.visible(limit, |h: &ScoredResult| h.id, fetch).await
+    }
+
+    async fn search_ids(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+    ) -> Result<Vec<(Uuid, f64)>> {
+        let fetch = |ask| self.inner.search_ids(dataset, collection, query, ask, filter.clone());
+        self.visible(limit, |h: &(Uuid, f64)| h.0, fetch).await
     }
 
     async fn count(&self, dataset: DatasetId, collection: &str) -> Result<u64> {
@@ -517,6 +545,8 @@ mod tests {
         let hits = v.search(dataset, "c", &[1.0, 0.0], Some(5), None).await.unwrap();
         let got: Vec<Uuid> = hits.iter().map(|h| h.id).collect();
         assert_eq!(got, ids[40..45].to_vec(), "the five nearest visible rows, in order");
+        let bare = v.search_ids(dataset, "c", &[1.0, 0.0], Some(5), None).await.unwrap();
+        assert_eq!(bare.iter().map(|h| h.0).collect::<Vec<_>>(), got, "ids alone hide and widen alike");
         let all = v.search(dataset, "c", &[1.0, 0.0], None, None).await.unwrap();
         assert_eq!(all.len(), 20);
     }

@@ -619,6 +619,21 @@ pub trait VectorStore: Send + Sync {
         filter: Option<NodeSetFilter>,
     ) -> Result<Vec<ScoredResult>>;
 
+    /// [`VectorStore::search`]'s ids and distances alone, best first: for a
+    /// ranking that needs no payload (the graph search's seeds), so a store
+    /// need not read or parse one. The default drops the payloads.
+    async fn search_ids(
+        &self,
+        dataset: DatasetId,
+        collection: &str,
+        query: &[f32],
+        limit: Option<usize>,
+        filter: Option<NodeSetFilter>,
+    ) -> Result<Vec<(Uuid, f64)>> {
+        let hits = self.search(dataset, collection, query, limit, filter).await?;
+        Ok(hits.into_iter().map(|h| (h.id, h.score)).collect())
+    }
+
     async fn count(&self, dataset: DatasetId, collection: &str) -> Result<u64>;
 
     async fn delete(&self, dataset: DatasetId, collection: &str, ids: &[Uuid]) -> Result<()>;

@@ -10,7 +10,7 @@ use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, EDGE_TYPE_RELATIONSHIP_NAME, ENTITY_NAME, ENTITY_TYPE_NAME, GLOBAL_CONTEXT_SUMMARY_TEXT,
     TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT,
 };
-use recall_core::ports::{EdgeKey, EdgeProjection, NodeSetFilter, NodeSketch, ScoredResult, Sketch};
+use recall_core::ports::{EdgeKey, EdgeProjection, NodeSetFilter, NodeSketch, Sketch};
 use recall_core::{Edge, Node, RecallError, Result, Subgraph};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -127,26 +127,27 @@ pub async fn brute_force_triplet_search(
     let vector = ctx.embed_query(query).await?;
     // With a node-set filter there is no per-collection cap: hits are filtered instead.
     let limit = if params.node_filter.is_some() { None } else { Some(params.wide_search_top_k) };
+    // Ids and distances only: the ranking reads no payload.
     let searches = NODE_COLLECTIONS
         .iter()
-        .map(|c| ctx.vectors.search(dataset, c, &vector, limit, params.node_filter.clone()))
-        .chain(std::iter::once(ctx.vectors.search(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &vector, limit, None)));
+        .map(|c| ctx.vectors.search_ids(dataset, c, &vector, limit, params.node_filter.clone()))
+        .chain(std::iter::once(ctx.vectors.search_ids(dataset, EDGE_TYPE_RELATIONSHIP_NAME, &vector, limit, None)));
     let mut results = join_all(searches).await.into_iter().collect::<Result<Vec<_>>>()?;
     let edge_hits = results.pop().unwrap_or_default();
-    let node_hits: Vec<ScoredResult> = results.into_iter().flatten().collect();
+    let node_hits: Vec<(Uuid, f64)> = results.into_iter().flatten().collect();
     if node_hits.is_empty() && edge_hits.is_empty() {
         return Ok(Vec::new());
     }
 
     // Best distance per node id (the minimum over collections).
     let mut node_distance: HashMap<Uuid, f64> = HashMap::new();
-    for hit in &node_hits {
-        let d = node_distance.entry(hit.id).or_insert(hit.score);
-        if hit.score < *d {
-            *d = hit.score;
+    for &(id, score) in &node_hits {
+        let d = node_distance.entry(id).or_insert(score);
+        if score < *d {
+            *d = score;
         }
     }
-    let edge_distance: HashMap<Uuid, f64> = edge_hits.iter().map(|h| (h.id, h.score)).collect();
+    let edge_distance: HashMap<Uuid, f64> = edge_hits.into_iter().collect();
 
     let searched = started.elapsed();
     let ranked = match rank_projection(ctx, params, &node_distance, &edge_distance).await {
