@@ -4,6 +4,7 @@
 //! DDL.
 
 mod graph;
+mod history;
 mod relational;
 mod schema;
 mod sessions;

@@ -11,17 +11,19 @@ use recall_core::{
 use sea_orm::{ConnectionTrait, QueryResult, TransactionTrait, Value};
 use uuid::Uuid;
 
+use crate::history::HistoryWriter;
 use crate::{db_err, in_list, SqlDatabase};
 
 /// Users, datasets, grants, data items and pipeline runs on SQL tables.
 #[derive(Clone)]
 pub struct SqlRelationalStore {
     db: SqlDatabase,
+    history: HistoryWriter,
 }
 
 impl SqlRelationalStore {
     pub fn new(db: SqlDatabase) -> Self {
-        Self { db }
+        Self { db, history: HistoryWriter::default() }
     }
 }
 
@@ -576,41 +578,9 @@ impl PipelineRunStore for SqlRelationalStore {
 
 #[async_trait]
 impl SearchHistoryStore for SqlRelationalStore {
+    /// Group commit with the other recalls in flight (crate::history).
     async fn record_search(&self, record: &SearchRecord) -> Result<()> {
-        let user = record.user_id.to_string();
-        let now = now_millis();
-        let txn = self.db.conn.begin().await.map_err(db_err)?;
-        for (dataset, answer) in &record.answers {
-            let query_id = Uuid::now_v7();
-            let dataset = dataset.map(|d| d.to_string());
-            txn.execute_raw(self.db.stmt(
-                "INSERT INTO queries (id, text, query_type, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                vec![
-                    query_id.to_string().into(),
-                    record.query_text.clone().into(),
-                    record.query_type.clone().into(),
-                    user.clone().into(),
-                    dataset.clone().into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
-            txn.execute_raw(self.db.stmt(
-                "INSERT INTO results (id, value, query_id, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                vec![
-                    Uuid::now_v7().to_string().into(),
-                    answer.clone().into(),
-                    query_id.to_string().into(),
-                    user.clone().into(),
-                    dataset.into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
-        }
-        txn.commit().await.map_err(db_err)
+        self.history.record(&self.db, record).await
     }
 
     async fn search_history(&self, user_id: Uuid) -> Result<Vec<HistoryRow>> {

@@ -944,6 +944,28 @@ pub async fn relational_store_conformance<S: RelationalStore + 'static>(store: A
         ]
     );
     assert!(history.search_history(Uuid::new_v4()).await.unwrap().is_empty(), "history is per user");
+    // Concurrent recalls: each record is readable once its call returns, its
+    // answer right after its question.
+    let busy = Uuid::new_v4();
+    let writes = (0..40).map(|i| {
+        let record = SearchRecord {
+            user_id: busy,
+            query_text: format!("q{i}"),
+            answers: vec![(Some(docs.id), format!("a{i}"))],
+            ..record.clone()
+        };
+        async move {
+            history.record_search(&record).await.unwrap();
+            history.search_history(busy).await.unwrap().iter().any(|r| r.text == record.query_text)
+        }
+    });
+    assert!(futures::future::join_all(writes).await.into_iter().all(|seen| seen), "read after its own write");
+    let rows = history.search_history(busy).await.unwrap();
+    assert_eq!(rows.len(), 80);
+    for pair in rows.chunks(2) {
+        assert_eq!((pair[0].user.as_str(), pair[1].user.as_str()), ("user", "system"));
+        assert_eq!(pair[1].text, pair[0].text.replacen('q', "a", 1));
+    }
 
     let other = DataItem { id: Uuid::new_v4(), ..item.clone() };
     data.upsert_data(&other).await.unwrap();
