@@ -109,11 +109,12 @@ pub struct LanceVectorStore {
 }
 
 /// The default [`LanceVectorStore::with_background_load_rows`]: a smaller
-/// collection loads in well under a quarter of a second (about a second per
-/// 100 000 rows of 384 dimensions on the bench machine), so the first search
-/// waits for it; a larger one is searched in LanceDB (through its vector
-/// index) until its cache is live.
-pub const DEFAULT_BACKGROUND_LOAD_ROWS: usize = 20_000;
+/// collection loads in well under a tenth of a second (about a second per
+/// 100 000 rows of 384 dimensions on an idle bench machine, several times
+/// that while other collections load), so the first search waits for it; a
+/// larger one is searched in LanceDB (through its vector index from 2 000
+/// rows) until its cache is live.
+pub const DEFAULT_BACKGROUND_LOAD_ROWS: usize = 5_000;
 
 /// The default search cache budget: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -138,12 +139,24 @@ enum CacheSlot {
 }
 
 /// The search caches of a store's collections.
-#[derive(Default)]
 struct SearchCaches {
     slots: Mutex<HashMap<String, CacheSlot>>,
     /// Bumped whenever a slot is dropped (a refresh, a conflicting write, a
     /// replaced collection): a load begun before it is never kept.
     generation: std::sync::atomic::AtomicU64,
+    /// Background loads run one at a time: on a small machine the searches
+    /// they stand aside for keep the other cores.
+    background: tokio::sync::Semaphore,
+}
+
+impl Default for SearchCaches {
+    fn default() -> Self {
+        Self {
+            slots: Mutex::default(),
+            generation: std::sync::atomic::AtomicU64::default(),
+            background: tokio::sync::Semaphore::new(1),
+        }
+    }
 }
 
 impl SearchCaches {
@@ -226,7 +239,15 @@ impl SearchCaches {
             return Ok(None);
         }
         let started = std::time::Instant::now();
-        let loaded = Arc::new(CollectionCache::new(dims, scan_rows(table, dims).await?));
+        let batches = scan_batches(table).await?;
+        // Decoding rows and computing their codes is CPU work: off the async
+        // workers, so the searches in flight keep running.
+        let built = tokio::task::spawn_blocking(move || {
+            Ok::<_, RecallError>(CollectionCache::new(dims, rows_of(&batches, dims)?))
+        });
+        let loaded = Arc::new(
+            built.await.map_err(|e| RecallError::backend_msg(format!("the search cache load stopped: {e}")))??,
+        );
         if used + loaded.bytes() > budget {
             self.skip(collection, rows, budget).await;
             return Ok(None);
@@ -252,6 +273,8 @@ async fn load_in_background(
     budget: usize,
     generation: u64,
 ) {
+    // The semaphore is never closed: a permit always comes.
+    let Ok(_turn) = caches.background.acquire().await else { return };
     let _guard = lock.lock().await;
     if caches.generation() != generation {
         return;
@@ -732,16 +755,19 @@ pub(crate) fn parse_payload(text: &str) -> Map<String, Value> {
 
 /// Every row of a table, for the search cache.
 async fn scan_rows(table: &Table, dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
-    let batches = collect_batches(table.query().select(Select::columns(&[
-        "id",
-        "dataset_id",
-        "vector",
-        "payload",
-        "belongs_to_set",
-    ])))
-    .await?;
+    rows_of(&scan_batches(table).await?, dims)
+}
+
+/// Every row of a table as Arrow batches: the columns a cached row holds.
+async fn scan_batches(table: &Table) -> Result<Vec<RecordBatch>> {
+    collect_batches(table.query().select(Select::columns(&["id", "dataset_id", "vector", "payload", "belongs_to_set"])))
+        .await
+}
+
+/// The rows of [`scan_batches`], decoded.
+fn rows_of(batches: &[RecordBatch], dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
     let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
-    for batch in &batches {
+    for batch in batches {
         let ids = string_column(batch, "id")?;
         let datasets = string_column(batch, "dataset_id")?;
         let payloads = string_column(batch, "payload")?;
