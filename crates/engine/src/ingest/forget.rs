@@ -184,13 +184,24 @@ impl Engine {
 
         self.graph.upsert_edges(dataset.id, &rewritten).await?;
 
-        // Vectors, then graph; the data item goes last so a failure can be retried.
-        self.vectors.delete(dataset.id, DOCUMENT_CHUNK_TEXT, &as_vec(chunks)).await?;
-        self.vectors.delete(dataset.id, TEXT_SUMMARY_TEXT, &as_vec(summaries)).await?;
-        self.vectors.delete(dataset.id, TEXT_DOCUMENT_NAME, &[item.id]).await?;
-        self.vectors.delete(dataset.id, ENTITY_NAME, &as_vec(doomed_entities)).await?;
-        self.vectors.delete(dataset.id, ENTITY_TYPE_NAME, &as_vec(doomed_types)).await?;
-        self.vectors.delete(dataset.id, TRIPLET_TEXT, &triplets).await?;
+        // Vectors, then graph; the data item goes last so a failure can be
+        // retried. The collections are independent (each its own commit and
+        // writer lock): deleted from together, their commits overlap.
+        let deletes = [
+            (DOCUMENT_CHUNK_TEXT, as_vec(chunks)),
+            (TEXT_SUMMARY_TEXT, as_vec(summaries)),
+            (TEXT_DOCUMENT_NAME, vec![item.id]),
+            (ENTITY_NAME, as_vec(doomed_entities)),
+            (ENTITY_TYPE_NAME, as_vec(doomed_types)),
+            (TRIPLET_TEXT, triplets),
+        ];
+        futures::future::try_join_all(
+            deletes
+                .iter()
+                .filter(|(_, ids)| !ids.is_empty())
+                .map(|(collection, ids)| self.vectors.delete(dataset.id, collection, ids)),
+        )
+        .await?;
         self.graph.delete_nodes(dataset.id, &as_vec(&doomed_nodes)).await?;
         self.graph.delete_edges(dataset.id, &dropped_relations).await?;
         // The EdgeType rows of the texts this forget removed or reworded, the
