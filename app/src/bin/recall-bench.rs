@@ -140,8 +140,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() -> recall_core::Result<()> {
-    // RUST_LOG=recall_retrievers=debug shows where a graph search spends its time.
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    // RUST_LOG=recall_retrievers=debug shows where a graph search spends its
+    // time; RUST_LOG=recall_engine=debug times a remember's and a forget's
+    // steps (each span's busy and idle time when it closes).
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .init();
     let target_chunks = arg("--chunks", 2400);
     let queries = arg("--queries", 200);
     let chunks_per_doc = 10;

@@ -561,6 +561,7 @@ impl Engine {
     }
 
     /// Embeds `rows` (id, text, payload, tags) in batches and upserts them.
+    #[tracing::instrument(level = "debug", skip_all, fields(collection = collection, rows = rows.len()))]
     pub(crate) async fn embed_and_upsert(
         &self,
         dataset: DatasetId,
@@ -624,6 +625,7 @@ impl Engine {
     /// improve), the visible graph is read whole: every row that disagrees
     /// with it is recounted too (the texts a killed run touched are not
     /// known) and the global context index is rebuilt.
+    #[tracing::instrument(level = "debug", skip_all, fields(full = full))]
     pub(crate) async fn refresh_derived_indexes(
         &self,
         dataset: &Dataset,

@@ -13,6 +13,7 @@ use recall_core::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::cognify::{
@@ -72,6 +73,7 @@ impl Engine {
 
     /// [`Engine::forget_document`] once the dataset and item are known (an
     /// update forgets the old version of a document this way).
+    #[tracing::instrument(level = "debug", skip_all, fields(item = %item.id))]
     pub(crate) async fn forget_item(&self, dataset: Dataset, item: DataItem) -> Result<ForgetOutcome> {
         // A forget of an item already marked was interrupted.
         let retry = item.status == DataStatus::Forgetting;
@@ -195,12 +197,10 @@ impl Engine {
             (ENTITY_TYPE_NAME, as_vec(doomed_types)),
             (TRIPLET_TEXT, triplets),
         ];
-        futures::future::try_join_all(
-            deletes
-                .iter()
-                .filter(|(_, ids)| !ids.is_empty())
-                .map(|(collection, ids)| self.vectors.delete(dataset.id, collection, ids)),
-        )
+        futures::future::try_join_all(deletes.iter().filter(|(_, ids)| !ids.is_empty()).map(|(collection, ids)| {
+            let span = tracing::debug_span!("delete_vectors", collection = *collection, rows = ids.len());
+            self.vectors.delete(dataset.id, collection, ids).instrument(span)
+        }))
         .await?;
         self.graph.delete_nodes(dataset.id, &as_vec(&doomed_nodes)).await?;
         self.graph.delete_edges(dataset.id, &dropped_relations).await?;
@@ -366,6 +366,7 @@ impl Engine {
     /// mentions by grouped counts, which types outlive it by `is_a` counts.
     /// A relation the document asserted joins two entities its chunks
     /// mention (both ends of an extracted relation are the chunk's own).
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn plan_forget_locally(&self, dataset: DatasetId, item: &DataItem) -> Result<ForgetPlan> {
         let graph = &*self.graph;
         let doc_key = item.id.to_string();

@@ -362,6 +362,7 @@ impl Engine {
     /// from indexed reads of what the write touched (docs/ingestion.md).
     /// The other buckets keep their text until the next full build
     /// (improve), as the index's contract allows.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn update_global_context_index(
         &self,
         dataset: &Dataset,
