@@ -38,7 +38,7 @@ impl HistoryWriter {
         if queue.send((record.clone(), done)).is_err() {
             // The writer's runtime has ended (a store outliving the runtime
             // that started it): commit this record alone.
-            return insert(db, std::slice::from_ref(record)).await;
+            return insert(db, &[record]).await;
         }
         match outcome.await {
             Ok(committed) => committed.map_err(RecallError::backend_msg),
@@ -52,10 +52,10 @@ impl HistoryWriter {
 async fn write_batches(db: SqlDatabase, mut queue: mpsc::UnboundedReceiver<Pending>) {
     let mut batch: Vec<Pending> = Vec::new();
     while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let records: Vec<SearchRecord> = batch.iter().map(|(r, _)| r.clone()).collect();
+        let records: Vec<&SearchRecord> = batch.iter().map(|(record, _)| record).collect();
         let outcome = insert(&db, &records).await.map_err(|e| e.to_string());
         if let Err(e) = &outcome {
-            tracing::warn!(error = %e, records = records.len(), "search history commit failed");
+            tracing::warn!(error = %e, records = batch.len(), "search history commit failed");
         }
         for (_, done) in batch.drain(..) {
             // A caller that went away needs no answer; its record is committed anyway.
@@ -66,7 +66,7 @@ async fn write_batches(db: SqlDatabase, mut queue: mpsc::UnboundedReceiver<Pendi
 
 /// One transaction: per record, a `queries` row and a `results` row for
 /// each answer.
-async fn insert(db: &SqlDatabase, records: &[SearchRecord]) -> Result<()> {
+async fn insert(db: &SqlDatabase, records: &[&SearchRecord]) -> Result<()> {
     let now = now_millis();
     let txn = db.conn.begin().await.map_err(db_err)?;
     for record in records {
