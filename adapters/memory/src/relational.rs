@@ -223,6 +223,13 @@ impl DataStore for MemoryRelationalStore {
         Ok(ids.into_iter().collect())
     }
 
+    async fn quarantined_except(&self, dataset: DatasetId, item: Uuid) -> Result<Vec<Uuid>> {
+        let state = self.state.read().await;
+        let ids: BTreeSet<Uuid> =
+            state.quarantine.iter().filter(|(d, _, i)| *d == dataset && *i != item).map(|r| r.1).collect();
+        Ok(ids.into_iter().collect())
+    }
+
     async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()> {
         let mut state = self.state.write().await;
         for id in items {

@@ -521,7 +521,7 @@ impl GraphStore for SqlGraphStore {
         rows.iter().map(edge_from_row).collect()
     }
 
-    /// Served by the `graph_nodes_type` index alone (no properties read).
+    /// Served by the `graph_nodes_type_name` index alone (no properties read).
     async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
         let rows = self
             .db
@@ -545,6 +545,39 @@ impl GraphStore for SqlGraphStore {
             ))
             .await
             .map_err(db_err)?;
+        rows.iter().map(node_from_row).collect()
+    }
+
+    /// Counted on the `graph_nodes_type_name` index alone.
+    async fn count_nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<u64> {
+        let row = self
+            .db
+            .conn
+            .query_one_raw(self.db.stmt(
+                "SELECT COUNT(*) AS n FROM graph_nodes WHERE dataset_id = $1 AND node_type = $2",
+                vec![dataset.to_string().into(), node_type.into()],
+            ))
+            .await
+            .map_err(db_err)?
+            .ok_or_else(|| RecallError::backend_msg("COUNT returned no row"))?;
+        let n: i64 = row.try_get("", "n").map_err(db_err)?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Ordered by the `name` column (the `name` property, null when it is
+    /// not a string), compared as bytes on both backends: SQLite's default
+    /// collation, Postgres' "C".
+    async fn first_nodes_by_name(&self, dataset: DatasetId, node_type: &str, limit: usize) -> Result<Vec<Node>> {
+        let order = match self.db.backend() {
+            DbBackend::Postgres => "name COLLATE \"C\" NULLS FIRST, id COLLATE \"C\"",
+            _ => "name NULLS FIRST, id",
+        };
+        let sql = format!(
+            "SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1 AND node_type = $2 \
+             ORDER BY {order} LIMIT $3"
+        );
+        let values = vec![dataset.to_string().into(), node_type.into(), page_limit(limit)];
+        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
         rows.iter().map(node_from_row).collect()
     }
 
@@ -592,7 +625,7 @@ impl GraphStore for SqlGraphStore {
             .collect()
     }
 
-    /// Counted on the `graph_edges_target` index.
+    /// Counted on the `graph_edges_target_relationship` index alone.
     async fn count_edges_into(
         &self,
         dataset: DatasetId,

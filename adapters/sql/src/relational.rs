@@ -454,6 +454,16 @@ impl DataStore for SqlRelationalStore {
         rows.iter().map(|r| uuid_col(r, "node_id")).collect()
     }
 
+    async fn quarantined_except(&self, dataset: DatasetId, item: Uuid) -> Result<Vec<Uuid>> {
+        let rows = self
+            .query(
+                "SELECT DISTINCT node_id FROM data_quarantine WHERE dataset_id = $1 AND data_id <> $2",
+                vec![dataset.to_string().into(), item.to_string().into()],
+            )
+            .await?;
+        rows.iter().map(|r| uuid_col(r, "node_id")).collect()
+    }
+
     async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()> {
         let txn = self.db.conn.begin().await.map_err(db_err)?;
         for part in items.chunks(QUARANTINE_ROWS) {

@@ -554,6 +554,56 @@ impl MigrationTrait for M20261208Quarantine {
     }
 }
 
+/// Migration 10: two indexes widened, each replacing its prefix. The
+/// incoming-edge index carries the relationship and the source, so the edges
+/// of one relationship into a node are read from the index alone: the
+/// `contains` edges into the entities a write touched (their document
+/// frequencies, `document_mentions` of the graph store) without a table row
+/// per edge. The node type index carries the name, so the first documents by
+/// name (the global context root) are read in order, not sorted from all.
+struct M20261209WiderIndexes;
+
+impl MigrationName for M20261209WiderIndexes {
+    fn name(&self) -> &str {
+        "m20261209_000010_wider_indexes"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261209WiderIndexes {
+    /// One transaction on every backend (see migration 4).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS graph_edges_target_relationship ON graph_edges \
+             (dataset_id, target_id, relationship_name, source_id)",
+        )
+        .await?;
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_edges_target").await?;
+        conn.execute_unprepared(
+            "CREATE INDEX IF NOT EXISTS graph_nodes_type_name ON graph_nodes (dataset_id, node_type, name, id)",
+        )
+        .await?;
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_nodes_type").await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        conn.execute_unprepared("CREATE INDEX IF NOT EXISTS graph_edges_target ON graph_edges (dataset_id, target_id)")
+            .await?;
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_edges_target_relationship").await?;
+        conn.execute_unprepared("CREATE INDEX IF NOT EXISTS graph_nodes_type ON graph_nodes (dataset_id, node_type)")
+            .await?;
+        conn.execute_unprepared("DROP INDEX IF EXISTS graph_nodes_type_name").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -596,6 +646,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261206Sessions),
             Box::new(M20261207SessionVectors),
             Box::new(M20261208Quarantine),
+            Box::new(M20261209WiderIndexes),
         ]
     }
 }

@@ -57,7 +57,21 @@ async fn migrations_are_recorded_once() {
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
     let all = i64::try_from(Migrator::migrations().len()).unwrap();
-    assert_eq!((n, all), (9, 9), "each migration is applied once and recorded");
+    assert_eq!((n, all), (10, 10), "each migration is applied once and recorded");
+    // Migration 10 widened two indexes in place of their prefixes.
+    let rows = db
+        .connection()
+        .query_all_raw(Statement::from_string(
+            db.backend(),
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'graph_%' ORDER BY name",
+        ))
+        .await
+        .unwrap();
+    let names: Vec<String> = rows.iter().map(|r| r.try_get("", "name").unwrap()).collect();
+    assert!(names.contains(&"graph_edges_target_relationship".to_string()), "{names:?}");
+    assert!(names.contains(&"graph_nodes_type_name".to_string()), "{names:?}");
+    assert!(!names.contains(&"graph_edges_target".to_string()), "{names:?}");
+    assert!(!names.contains(&"graph_nodes_type".to_string()), "{names:?}");
 }
 
 #[tokio::test]

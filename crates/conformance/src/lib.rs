@@ -371,6 +371,47 @@ async fn graph_derived_index_reads(store: &dyn GraphStore) {
     for dataset in [ds, other] {
         store.delete_dataset(dataset).await.unwrap();
     }
+    graph_nodes_by_name(store).await;
+}
+
+/// The count of a type's nodes and the first of them in name order: names
+/// compared as bytes (upper case before lower, accents after both), nodes
+/// without a string name first, ties by id.
+async fn graph_nodes_by_name(store: &dyn GraphStore) {
+    let (ds, other) = (fresh_dataset(), fresh_dataset());
+    let id = |i: u128| Uuid::from_u128(i);
+    let mut unnamed = node(id(7), "TextDocument", "");
+    unnamed.properties.remove("name");
+    let mut numbered = node(id(3), "TextDocument", "");
+    numbered.properties.insert("name".into(), json!(42));
+    let docs = vec![
+        node(id(1), "TextDocument", "beta.txt"),
+        node(id(2), "TextDocument", "Beta.txt"),
+        node(id(9), "TextDocument", "alpha.txt"),
+        node(id(4), "TextDocument", "alpha.txt"),
+        node(id(5), "TextDocument", "\u{e9}t\u{e9}.txt"),
+        node(id(6), "TextDocument", "a b.txt"),
+        unnamed,
+        numbered,
+        node(id(8), "Entity", "aardvark"),
+    ];
+    store.upsert_nodes(ds, &docs).await.unwrap();
+    store.upsert_nodes(other, &docs[..2]).await.unwrap();
+    let ids = |nodes: Vec<Node>| nodes.into_iter().map(|n| n.id).collect::<Vec<_>>();
+    let in_order = vec![id(3), id(7), id(2), id(6), id(4), id(9), id(1), id(5)];
+    assert_eq!(ids(store.first_nodes_by_name(ds, "TextDocument", 100).await.unwrap()), in_order);
+    assert_eq!(ids(store.first_nodes_by_name(ds, "TextDocument", 3).await.unwrap()), in_order[..3]);
+    assert_eq!(ids(store.first_nodes_by_name(other, "TextDocument", 100).await.unwrap()), vec![id(2), id(1)]);
+    assert!(store.first_nodes_by_name(ds, "Nope", 5).await.unwrap().is_empty());
+    let first = store.first_nodes_by_name(ds, "TextDocument", 1).await.unwrap();
+    assert_eq!(first, vec![docs[7].clone()], "whole nodes, properties included");
+    assert_eq!(store.count_nodes_by_type(ds, "TextDocument").await.unwrap(), 8);
+    assert_eq!(store.count_nodes_by_type(ds, "Entity").await.unwrap(), 1);
+    assert_eq!(store.count_nodes_by_type(other, "TextDocument").await.unwrap(), 2);
+    assert_eq!(store.count_nodes_by_type(ds, "Nope").await.unwrap(), 0);
+    for dataset in [ds, other] {
+        store.delete_dataset(dataset).await.unwrap();
+    }
 }
 
 /// Paged reads (what a streamed export walks): every node and edge of the
@@ -1009,6 +1050,16 @@ async fn quarantine_conformance(data: &dyn DataStore, item: &DataItem, other: &D
     expected.extend(&many);
     assert_eq!(sorted(data.quarantined(docs).await.unwrap()), sorted(expected), "each id once");
     assert!(data.quarantined(other.id).await.unwrap().is_empty(), "quarantine is scoped to its dataset");
+    // What other items hide: `shared` stays, being the building item's too.
+    assert_eq!(
+        sorted(data.quarantined_except(docs, item.id).await.unwrap()),
+        sorted(vec![a, shared]),
+        "the other items' rows, each once"
+    );
+    let mut all_but_building = vec![b, shared];
+    all_but_building.extend(&many);
+    assert_eq!(sorted(data.quarantined_except(docs, building.id).await.unwrap()), sorted(all_but_building));
+    assert!(data.quarantined_except(other.id, item.id).await.unwrap().is_empty());
 
     data.complete_data(docs, &[item.id]).await.unwrap();
     assert_eq!(sorted(data.quarantined(docs).await.unwrap()), sorted(vec![a, shared]), "the other item's rows stay");

@@ -96,6 +96,13 @@ impl Hidden {
         }
     }
 
+    /// Mention rows of visible entities in visible documents. A hidden chunk
+    /// belongs to a hidden document (a batch or a forget quarantines the
+    /// document with its chunks), so rows are kept by entity and document.
+    pub(crate) fn keep_mentions(&self, rows: &mut Vec<Mentions>) {
+        rows.retain(|m| !self.node(&m.entity) && !self.node(&m.document));
+    }
+
     fn ids(&self, ids: &[Uuid]) -> Vec<Uuid> {
         ids.iter().filter(|id| !self.node(id)).copied().collect()
     }
@@ -244,12 +251,10 @@ impl GraphStore for VisibleGraph {
         Ok(edges)
     }
 
-    /// A hidden chunk belongs to a hidden document (a batch or a forget
-    /// quarantines the document with its chunks), so rows are kept by their
-    /// entity and document.
+    /// See [`Hidden::keep_mentions`].
     async fn document_mentions(&self, dataset: DatasetId, entities: &[Uuid]) -> Result<Vec<Mentions>> {
         let mut rows = self.inner.document_mentions(dataset, &self.hidden.ids(entities)).await?;
-        rows.retain(|m| !self.hidden.node(&m.document));
+        self.hidden.keep_mentions(&mut rows);
         Ok(rows)
     }
 

@@ -219,6 +219,24 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
         Ok(self.nodes_by_type(dataset, node_type).await?.into_iter().map(|n| n.id).collect())
     }
 
+    /// How many nodes of one type the dataset has. The default counts
+    /// [`GraphStore::node_ids_by_type`]; stores override it with an indexed count.
+    async fn count_nodes_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<u64> {
+        Ok(self.node_ids_by_type(dataset, node_type).await?.len() as u64)
+    }
+
+    /// The first `limit` nodes of one type in name order: by their `name`
+    /// property compared as bytes, nodes without a string name first, then
+    /// by id (what the global context root lists of a dataset's documents).
+    /// The default reads every node of the type; stores override it with an
+    /// ordered read.
+    async fn first_nodes_by_name(&self, dataset: DatasetId, node_type: &str, limit: usize) -> Result<Vec<Node>> {
+        let mut nodes = self.nodes_by_type(dataset, node_type).await?;
+        nodes.sort_by(|a, b| a.name().cmp(&b.name()).then(a.id.cmp(&b.id)));
+        nodes.truncate(limit);
+        Ok(nodes)
+    }
+
     /// The edges whose `edge_text` is one of `texts`, properties optional:
     /// what an EdgeType row's count is recounted from after a write. The
     /// default reads the dataset's graph; stores override it with an
@@ -823,6 +841,15 @@ pub trait DataStore: Send + Sync {
 
     /// Every id quarantined in the dataset, each once.
     async fn quarantined(&self, dataset: DatasetId) -> Result<Vec<Uuid>>;
+
+    /// The ids quarantined in the dataset by items other than `item`, each
+    /// once: what still hides once a forget of `item` has deleted the rows
+    /// its own quarantine covers. The default answers every id, which hides
+    /// more than needed, never less.
+    async fn quarantined_except(&self, dataset: DatasetId, item: Uuid) -> Result<Vec<Uuid>> {
+        let _ = item;
+        self.quarantined(dataset).await
+    }
 
     /// Marks the items completed and lifts their quarantine, together.
     async fn complete_data(&self, dataset: DatasetId, items: &[Uuid]) -> Result<()>;

@@ -491,7 +491,7 @@ impl Engine {
             e.properties.insert("document_ids".into(), json!(docs.iter().collect::<Vec<_>>()));
             edges.push(e);
         }
-        touched_edge_texts.extend(edges.iter().filter_map(|e| e.edge_text.clone()));
+        touched_edge_texts.extend(edges.iter().filter_map(counted_text).cloned());
         self.graph.upsert_edges(dataset, &edges).await?;
         self.graph.upsert_nodes(dataset, &merged).await?;
         Ok(graph.chunks.len())
@@ -633,7 +633,12 @@ impl Engine {
         full: bool,
     ) -> Result<()> {
         // Built from what searches may see: nothing of an unfinished item.
-        let hidden = crate::visibility::Hidden::new(self.relational.data.quarantined(dataset.id).await?);
+        let data = &self.relational.data;
+        let quarantined = match change.forgotten {
+            Some(item) => data.quarantined_except(dataset.id, item).await?,
+            None => data.quarantined(dataset.id).await?,
+        };
+        let hidden = crate::visibility::Hidden::new(quarantined);
         if full {
             let graph = hidden.subgraph(self.graph.get_graph(dataset.id).await?);
             let counts = edge_text_counts(graph.edges.iter());
@@ -642,11 +647,15 @@ impl Engine {
             self.write_edge_types(dataset.id, &texts, &counts).await?;
             return self.rebuild_global_context_index(dataset, &graph).await;
         }
+        let known_mentions = change.mentions.clone().map(|mut rows| {
+            hidden.keep_mentions(&mut rows);
+            rows
+        });
         let (graph, _) = crate::visibility::visible_ports(&self.graph, &self.vectors, hidden);
         let texts: Vec<String> = change.edge_texts.iter().cloned().collect();
         let edges = graph.edges_with_texts(dataset.id, &texts).await?;
         self.write_edge_types(dataset.id, &change.edge_texts, &edge_text_counts(edges.iter())).await?;
-        self.update_global_context_index(dataset, graph.as_ref(), change).await
+        self.update_global_context_index(dataset, graph.as_ref(), change, known_mentions).await
     }
 
     /// Writes the EdgeType rows of `touched` texts from `counts`; a text
@@ -764,12 +773,18 @@ pub(crate) fn description_without<'a>(
 /// (rewritten after the counts).
 fn edge_text_counts<'e>(edges: impl Iterator<Item = &'e Edge>) -> HashMap<String, usize> {
     let mut counts: HashMap<String, usize> = HashMap::new();
-    for e in edges.filter(|e| e.relationship_name != "summarized_in") {
-        if let Some(text) = &e.edge_text {
-            *counts.entry(text.clone()).or_default() += 1;
-        }
+    for text in edges.filter_map(counted_text) {
+        *counts.entry(text.clone()).or_default() += 1;
     }
     counts
+}
+
+/// The text an edge adds to its EdgeType row's count: any edge's but the
+/// global context index's own `summarized_in` links (one text shared by
+/// every chunk summary). Only a change to an edge with a counted text can
+/// change a count, so a write collects these texts alone.
+pub(crate) fn counted_text(edge: &Edge) -> Option<&String> {
+    edge.edge_text.as_ref().filter(|_| edge.relationship_name != "summarized_in")
 }
 
 /// Whether an edge is an extracted relation (not structural).

@@ -7,7 +7,7 @@ use recall_core::model::collections::{
     DOCUMENT_CHUNK_TEXT, ENTITY_NAME, ENTITY_TYPE_NAME, TEXT_DOCUMENT_NAME, TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
-use recall_core::ports::{EdgeKey, EdgeProjection};
+use recall_core::ports::{EdgeKey, EdgeProjection, Mentions};
 use recall_core::{
     ids, DataItem, DataStatus, Dataset, DatasetId, DatasetRef, Edge, Node, RecallError, Result, Subgraph, User,
 };
@@ -17,8 +17,8 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::cognify::{
-    default_edge_text, description_without, edge_document_ids, entity_row, ids_of_type, is_relation, prop_str,
-    TEXT_DOCUMENT_ID,
+    counted_text, default_edge_text, description_without, edge_document_ids, entity_row, ids_of_type, is_relation,
+    prop_str, TEXT_DOCUMENT_ID,
 };
 use super::global_context::IndexChange;
 use crate::Engine;
@@ -209,11 +209,16 @@ impl Engine {
         // killed (its texts are no longer known), every row that disagrees
         // with the graph.
         let mut change = IndexChange::default();
-        change.edge_texts.extend(deleted_edges.iter().filter_map(|e| e.edge_text.clone()));
-        change.edge_texts.extend(reworded.iter().filter_map(|e| e.edge_text.clone()));
+        change.edge_texts.extend(deleted_edges.iter().copied().filter_map(counted_text).cloned());
+        change.edge_texts.extend(reworded.iter().filter_map(counted_text).cloned());
         change.edge_texts.extend(reworded_from);
         change.removed.insert(item.id);
         change.entities.extend(mentioned);
+        change.forgotten = Some(item.id);
+        // The touched entities' rows after the forget: those it read, but the
+        // document's own.
+        change.mentions =
+            plan.mentions.as_ref().map(|rows| rows.iter().filter(|m| m.document != item.id).copied().collect());
         self.refresh_derived_indexes(&dataset, &change, retry).await?;
         // Session answers that used a deleted node or edge go with it.
         if let Some(sessions) = &self.sessions {
@@ -287,6 +292,9 @@ struct ForgetPlan {
     /// The `contains` edges into a surviving entity whose description this
     /// document's chunks may have added to (all of them, every chunk's).
     contains: HashMap<Uuid, Vec<Edge>>,
+    /// The mentioned entities' mention rows as read before the forget,
+    /// when the plan read them (a locally planned forget).
+    mentions: Option<Vec<Mentions>>,
 }
 
 impl ForgetPlan {
@@ -354,6 +362,7 @@ impl ForgetPlan {
             entities,
             edges: graph.edges,
             contains,
+            mentions: None,
         }
     }
 }
@@ -402,13 +411,9 @@ impl Engine {
             .collect();
         let mentioned: HashSet<Uuid> = entities.keys().copied().collect();
 
-        let still_supported: HashSet<Uuid> = graph
-            .document_mentions(dataset, &as_vec(&mentioned))
-            .await?
-            .into_iter()
-            .filter(|m| m.document != item.id)
-            .map(|m| m.entity)
-            .collect();
+        let mentions = graph.document_mentions(dataset, &as_vec(&mentioned)).await?;
+        let still_supported: HashSet<Uuid> =
+            mentions.iter().filter(|m| m.document != item.id).map(|m| m.entity).collect();
         let doomed_entities: HashSet<Uuid> = mentioned.difference(&still_supported).copied().collect();
 
         // A type goes when every `is_a` edge into it comes from a doomed entity.
@@ -473,6 +478,7 @@ impl Engine {
             entities,
             edges,
             contains,
+            mentions: Some(mentions),
         })
     }
 }

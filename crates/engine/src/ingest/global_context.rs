@@ -133,17 +133,18 @@ fn sort_documents(documents: &mut [&Node]) {
 }
 
 /// The root: entity types by count, the most widespread entities, the
-/// documents by name. `documents` sorted ([`sort_documents`]).
+/// documents by name. `documents`: the dataset's `total` documents, or at
+/// least their first [`ROOT_DOCUMENTS`], sorted ([`sort_documents`]).
 fn root_row(
     dataset: &Dataset,
-    documents: &[&Node],
+    (total, documents): (usize, &[&Node]),
     types: BTreeMap<String, usize>,
     widespread: &[Spread],
 ) -> SummaryRow {
     let mut types: Vec<(String, usize)> = types.into_iter().collect();
     types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let doc_names: Vec<&str> = documents.iter().take(ROOT_DOCUMENTS).filter_map(|d| prop_str(d, "name")).collect();
-    let mut root = format!("Dataset '{}': {} document(s).", dataset.name, documents.len());
+    let mut root = format!("Dataset '{}': {} document(s).", dataset.name, total);
     if !types.is_empty() {
         let t: Vec<String> = types.iter().take(ROOT_TYPES).map(|(t, n)| format!("{t} ({n})")).collect();
         root.push_str(&format!(" Entity types: {}.", t.join(", ")));
@@ -297,7 +298,7 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> (Vec<SummaryRow
     }
     let ranking = WidespreadRanking::of(spreads(&mention_rows, &name));
     let widespread = ranking.named().unwrap_or_default();
-    rows.insert(0, root_row(dataset, &documents, types, widespread));
+    rows.insert(0, root_row(dataset, (documents.len(), &documents), types, widespread));
     (rows, ranking)
 }
 
@@ -312,6 +313,15 @@ pub(crate) struct IndexChange {
     pub removed: BTreeSet<Uuid>,
     /// Entities whose mentions changed besides those of `added`.
     pub entities: BTreeSet<Uuid>,
+    /// The data item a forget has just deleted the rows of: its own
+    /// quarantine hides nothing any more, so the refresh reads past it
+    /// (only the other unfinished items' rows stay hidden).
+    pub forgotten: Option<Uuid>,
+    /// The `document_mentions` rows of `entities` as they stand after the
+    /// write, when the write has them (a forget reads them to plan): the
+    /// refresh takes them, quarantined rows left out, rather than counting
+    /// again.
+    pub mentions: Option<Vec<Mentions>>,
 }
 
 /// The property of the root node holding its [`WidespreadRanking`].
@@ -368,20 +378,27 @@ impl Engine {
         dataset: &Dataset,
         graph: &dyn GraphStore,
         change: &IndexChange,
+        known_mentions: Option<Vec<Mentions>>,
     ) -> Result<()> {
         let ds = dataset.id;
         let gone: Vec<Uuid> = change.removed.iter().map(|d| bucket_summary_id(ds, *d)).collect();
         self.delete_index_rows(ds, &gone).await?;
-        let stored_documents = graph.nodes_by_type(ds, node_types::TEXT_DOCUMENT).await?;
+        // The documents' count and the first by name, from indexed reads
+        // (not every document node).
+        let document_count = graph.count_nodes_by_type(ds, node_types::TEXT_DOCUMENT).await? as usize;
         let root_id = root_summary_id(ds);
-        if stored_documents.is_empty() {
+        if document_count == 0 {
             return self.delete_index_rows(ds, &[root_id]).await;
         }
-        let mut documents: Vec<&Node> = stored_documents.iter().collect();
-        sort_documents(&mut documents);
+        let first_stored = graph.first_nodes_by_name(ds, node_types::TEXT_DOCUMENT, ROOT_DOCUMENTS).await?;
+        let first_documents: Vec<&Node> = first_stored.iter().collect();
 
         // The added documents' chunks, their summaries and entities.
-        let added: Vec<&Node> = documents.iter().filter(|d| change.added.contains(&d.id)).copied().collect();
+        let added_ids: Vec<Uuid> = change.added.iter().copied().collect();
+        let added_documents = graph.get_nodes(ds, &added_ids).await?;
+        let mut added: Vec<&Node> =
+            added_documents.iter().filter(|d| d.node_type == node_types::TEXT_DOCUMENT).collect();
+        sort_documents(&mut added);
         let added_ids: Vec<Uuid> = added.iter().map(|d| d.id).collect();
         let mut chunk_doc: HashMap<Uuid, Uuid> = HashMap::new();
         for e in graph.edges_touching(ds, &added_ids, EdgeProjection::Only(&[])).await? {
@@ -406,7 +423,12 @@ impl Engine {
             }
         }
         let touched: Vec<Uuid> = touched.into_iter().collect();
-        let mentions = graph.document_mentions(ds, &touched).await?;
+        // Without added documents the touched entities are the change's own,
+        // whose rows the write may have read already.
+        let mentions = match known_mentions {
+            Some(rows) if added.is_empty() => rows,
+            _ => graph.document_mentions(ds, &touched).await?,
+        };
         let names: HashMap<Uuid, String> = graph
             .get_nodes(ds, &touched)
             .await?
@@ -427,7 +449,7 @@ impl Engine {
         let mut rows = Vec::new();
         for doc in &added {
             let Some(per_doc) = tf.get(&doc.id) else { continue };
-            let scored = characteristic_entities(per_doc, &df, documents.len(), &name);
+            let scored = characteristic_entities(per_doc, &df, document_count, &name);
             let top: Vec<Uuid> = scored.iter().map(|s| s.2).collect();
             let between = graph.edges_between(ds, &top, EdgeProjection::All).await?;
             rows.push(bucket_row(ds, doc, &scored, &relations_by_pair(between.iter()), &name));
@@ -461,7 +483,7 @@ impl Engine {
         for (t, n) in counts {
             *types.entry(type_names.get(&t).cloned().unwrap_or_default()).or_default() += n as usize;
         }
-        let root = root_row(dataset, &documents, types, ranking.named().unwrap_or_default());
+        let root = root_row(dataset, (document_count, &first_documents), types, ranking.named().unwrap_or_default());
         let mut changed: Vec<&SummaryRow> = rows.iter().collect();
         let root_unchanged = stored.first().and_then(|n| prop_str(n, "text")) == Some(root.text.as_str());
         if !root_unchanged {
