@@ -186,6 +186,12 @@ impl Node {
         self.properties.get("name").and_then(Value::as_str)
     }
 
+    /// Name order: by the `name` property compared as bytes, nodes without
+    /// a string name first, then by id ([`crate::ports::GraphStore::first_nodes_by_name`]).
+    pub fn cmp_by_name(&self, other: &Self) -> std::cmp::Ordering {
+        self.name().cmp(&other.name()).then(self.id.cmp(&other.id))
+    }
+
     /// Its node-set tags (`belongs_to_set`).
     pub fn tags(&self) -> Vec<String> {
         self.properties

@@ -232,7 +232,7 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     /// ordered read.
     async fn first_nodes_by_name(&self, dataset: DatasetId, node_type: &str, limit: usize) -> Result<Vec<Node>> {
         let mut nodes = self.nodes_by_type(dataset, node_type).await?;
-        nodes.sort_by(|a, b| a.name().cmp(&b.name()).then(a.id.cmp(&b.id)));
+        nodes.sort_by(Node::cmp_by_name);
         nodes.truncate(limit);
         Ok(nodes)
     }

@@ -127,9 +127,10 @@ fn bucket_row(
     }
 }
 
-/// Documents by name, then id.
+/// Documents in name order ([`Node::cmp_by_name`]): the order a store's
+/// `first_nodes_by_name` reads them in.
 fn sort_documents(documents: &mut [&Node]) {
-    documents.sort_by(|a, b| prop_str(a, "name").cmp(&prop_str(b, "name")).then(a.id.cmp(&b.id)));
+    documents.sort_by(|a, b| a.cmp_by_name(b));
 }
 
 /// The root: entity types by count, the most widespread entities, the
