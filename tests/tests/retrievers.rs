@@ -800,7 +800,12 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
         data_version: 0,
         events: Arc::new(recall_core::NoEvents),
         caller: None,
+        sketch: None,
     };
+    let whole = ctx.graph.ranking().whole_sketch(ctx.dataset.id).await.unwrap();
+    let index = recall_retrievers::graph::SketchIndex::build(whole).unwrap();
+    assert_eq!(index.len().0, stored.nodes.len());
+    let cached_ctx = DatasetPorts { sketch: Some(Arc::new(index)), ..ctx.clone() };
     let params = |top_k: usize, wide: usize, penalty: f64, feedback_influence: f64| TripletSearch {
         top_k,
         wide_search_top_k: wide,
@@ -838,6 +843,11 @@ async fn pruned_search_equals_whole_projection(graph: Arc<dyn GraphStore>) {
                     "{query}, wide {wide}, penalty {penalty}, influence {fi}, top {k}"
                 );
                 assert_eq!(top, all[..k].to_vec(), "the winners read in full, as the reference read them");
+                // Ranked on the sketch in memory (the engine's sketch cache):
+                // the same triplets.
+                let cached =
+                    brute_force_triplet_search(&cached_ctx, query, &params(k, wide, penalty, fi)).await.unwrap();
+                assert_eq!(cached, top, "{query}, wide {wide}, penalty {penalty}, influence {fi}, top {k}, cached");
             }
         }
     }

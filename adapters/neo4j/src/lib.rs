@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use neo4rs::{query, BoltType, Graph};
-use recall_core::ports::{CypherQueries, EdgeKey, EdgeProjection, GraphCapabilities, GraphStore};
+use recall_core::ports::{
+    key_cursor, CypherQueries, EdgeKey, EdgeProjection, GraphCapabilities, GraphStore, Page, PageCursor,
+};
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -420,22 +422,33 @@ impl GraphStore for Neo4jGraphStore {
     }
 
     /// A keyset read over the `(dataset_id, id)` index.
-    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+    async fn nodes_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<Uuid>>,
+        limit: usize,
+    ) -> Result<Page<Node, Uuid>> {
         let tail = format!("ORDER BY id LIMIT {limit}");
-        match after {
-            None => self.nodes_query(dataset, "", &tail, vec![]).await,
+        let nodes = match key_cursor(after)? {
+            None => self.nodes_query(dataset, "", &tail, vec![]).await?,
             Some(after) => {
                 let after = vec![("after", BoltType::from(after.to_string()))];
-                self.nodes_query(dataset, "WHERE n.id > $after", &tail, after).await
+                self.nodes_query(dataset, "WHERE n.id > $after", &tail, after).await?
             }
-        }
+        };
+        Ok(Page::keyed(nodes, limit, |n: &Node| n.id))
     }
 
     /// Keyset on (source id, relationship type, target id), compared term by term.
-    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+    async fn edges_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<EdgeKey>>,
+        limit: usize,
+    ) -> Result<Page<Edge, EdgeKey>> {
         let tail = format!("ORDER BY source, rel, target LIMIT {limit}");
-        match after {
-            None => self.edges_query(dataset, "", &tail, vec![]).await,
+        let edges = match key_cursor(after)? {
+            None => self.edges_query(dataset, "", &tail, vec![]).await?,
             Some((source, relationship, target)) => {
                 let clause = "WHERE a.id > $s OR (a.id = $s AND (type(r) > $r OR (type(r) = $r AND b.id > $t)))";
                 let params = vec![
@@ -443,9 +456,10 @@ impl GraphStore for Neo4jGraphStore {
                     ("r", BoltType::from(relationship)),
                     ("t", BoltType::from(target.to_string())),
                 ];
-                self.edges_query(dataset, clause, &tail, params).await
+                self.edges_query(dataset, clause, &tail, params).await?
             }
-        }
+        };
+        Ok(Page::keyed(edges, limit, Edge::key))
     }
 
     /// The ids alone: no properties cross the wire.

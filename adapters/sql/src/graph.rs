@@ -2,8 +2,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use recall_core::ports::{
-    with_endpoints, EdgeKey, EdgeProjection, EdgeSketch, GraphCapabilities, GraphStore, Mentions, NodeSketch,
-    RankingReads, Sketch,
+    key_cursor, with_endpoints, EdgeKey, EdgeProjection, EdgeSketch, GraphCapabilities, GraphStore, Mentions,
+    NodeSketch, Page, PageCursor, RankingReads, Sketch,
 };
 use recall_core::{DatasetId, Edge, Node, RecallError, Result, Subgraph};
 use sea_orm::{ConnectionTrait, DbBackend, QueryResult, TransactionTrait, Value};
@@ -122,7 +122,70 @@ fn page_limit(limit: usize) -> Value {
     i64::try_from(limit).unwrap_or(i64::MAX).into()
 }
 
+/// A page of `items` read from `rows`: a full page resumes after its last
+/// row (its rowid, when read in rowid order, else its key).
+fn paged<T, K>(
+    items: Vec<T>,
+    rows: &[QueryResult],
+    by_row: bool,
+    limit: usize,
+    key: impl Fn(&T) -> K,
+) -> Result<Page<T, K>> {
+    if !by_row {
+        return Ok(Page::keyed(items, limit, key));
+    }
+    let next = match rows.last() {
+        Some(last) if items.len() >= limit => {
+            Some(PageCursor::Row(last.try_get::<i64>("", "row_position").map_err(db_err)?))
+        }
+        _ => None,
+    };
+    Ok(Page { items, next })
+}
+
 impl SqlGraphStore {
+    /// One page of a graph table for [`GraphStore::nodes_page`] and
+    /// [`GraphStore::edges_page`]: `columns` of up to `limit` rows after
+    /// `after`, and whether they were read in rowid order (then each row
+    /// carries it as `row_position`). SQLite reads in rowid order unless
+    /// handed a key cursor; Postgres reads in key order (`key`, the primary
+    /// key's columns after `dataset_id`, bound by `bind`).
+    #[allow(clippy::too_many_arguments)]
+    async fn page_rows<K>(
+        &self,
+        table: &str,
+        columns: &str,
+        key: &str,
+        dataset: DatasetId,
+        after: Option<PageCursor<K>>,
+        limit: usize,
+        bind: impl Fn(K) -> Vec<Value>,
+    ) -> Result<(Vec<QueryResult>, bool)> {
+        let mut params: Vec<Value> = vec![dataset.to_string().into(), page_limit(limit)];
+        let by_row = self.db.backend() == DbBackend::Sqlite && !matches!(after, Some(PageCursor::Key(_)));
+        let sql = if by_row {
+            let mut sql = format!(
+                "SELECT rowid AS row_position, {columns} FROM {table} INDEXED BY {table}_dataset WHERE dataset_id = $1"
+            );
+            if let Some(PageCursor::Row(row)) = after {
+                sql.push_str(" AND rowid > $3");
+                params.push(row.into());
+            }
+            sql + " ORDER BY rowid LIMIT $2"
+        } else {
+            let mut sql = format!("SELECT {columns} FROM {table} WHERE dataset_id = $1");
+            if let Some(k) = key_cursor(after)? {
+                let values = bind(k);
+                let marks: Vec<String> = (0..values.len()).map(|i| format!("${}", i + 3)).collect();
+                sql.push_str(&format!(" AND ({key}) > ({})", marks.join(", ")));
+                params.extend(values);
+            }
+            sql + &format!(" ORDER BY {key} LIMIT $2")
+        };
+        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, params)).await.map_err(db_err)?;
+        Ok((rows, by_row))
+    }
+
     /// Runs a statement whose one result row holds a JSON array in `rows`
     /// (an aggregate: see [`Self::edge_rows_json`]) and decodes its elements.
     async fn json_rows<T: serde::de::DeserializeOwned>(
@@ -187,6 +250,19 @@ impl SqlGraphStore {
         }
     }
 
+    /// [`Self::json_rows_select`] over an ordered subquery `table`, the
+    /// array in its order (Postgres orders the aggregate by `order`; SQLite
+    /// aggregates a subquery's rows in the order they come).
+    fn json_rows_select_ordered(&self, cells: &[&str], table: &str, order: &str) -> String {
+        let cells = cells.join(", ");
+        match self.db.backend() {
+            DbBackend::Postgres => format!(
+                "SELECT COALESCE(json_agg(json_build_array({cells}) ORDER BY {order}), '[]'::json)::text AS rows FROM {table}"
+            ),
+            _ => format!("SELECT json_group_array(json_array({cells})) AS rows FROM {table}"),
+        }
+    }
+
     /// A JSON text column as a JSON cell (not as a string).
     fn json_cell(&self, column: &str) -> String {
         match self.db.backend() {
@@ -245,6 +321,23 @@ impl SqlGraphStore {
 /// feedback weight); the type key is null only on a row no write has keyed.
 type EdgeSketchParts = (String, String, String, Option<String>, Option<Json>);
 
+/// Node sketches as read: (id, importance weight, feedback weight).
+fn node_sketches_of(found: Vec<(String, Option<Json>, Option<Json>)>) -> Result<Vec<NodeSketch>> {
+    found
+        .into_iter()
+        .map(|(id, importance_weight, feedback_weight)| {
+            Ok(NodeSketch {
+                id: parse_uuid(&id)?,
+                importance_weight: importance_weight.filter(|v| !v.is_null()),
+                feedback_weight: feedback_weight.filter(|v| !v.is_null()),
+            })
+        })
+        .collect()
+}
+
+/// Rows per page of [`RankingReads::whole_sketch`].
+const SKETCH_PAGE: usize = 20_000;
+
 impl SqlGraphStore {
     /// The nodes' ids and weights, `feedback_weight` only when asked for.
     async fn node_sketches(&self, dataset: DatasetId, ids: &[Uuid], feedback: bool) -> Result<Vec<NodeSketch>> {
@@ -255,17 +348,7 @@ impl SqlGraphStore {
         let rows = self.json_rows_select(&["id", &importance, &self.feedback_cell(feedback)], "graph_nodes");
         let sql = format!("{rows} WHERE dataset_id = $1 AND id IN ({})", self.db.id_set(2));
         let values = vec![dataset.to_string().into(), id_array(ids)];
-        let found: Vec<(String, Option<Json>, Option<Json>)> = self.json_rows(&sql, values, "node weights").await?;
-        found
-            .into_iter()
-            .map(|(id, importance_weight, feedback_weight)| {
-                Ok(NodeSketch {
-                    id: parse_uuid(&id)?,
-                    importance_weight: importance_weight.filter(|v| !v.is_null()),
-                    feedback_weight: feedback_weight.filter(|v| !v.is_null()),
-                })
-            })
-            .collect()
+        node_sketches_of(self.json_rows(&sql, values, "node weights").await?)
     }
 
     /// The edges between two of `ids`, sketched. Without feedback weights
@@ -288,6 +371,17 @@ impl SqlGraphStore {
         let set = id_array(ids);
         let found: Vec<EdgeSketchParts> =
             self.json_rows(&sql, vec![dataset.to_string().into(), set.clone(), set], "edge sketches").await?;
+        self.edge_sketches_of(dataset, found, feedback).await
+    }
+
+    /// Sketched edges as read; a row no write has keyed (none after
+    /// migration 4) is keyed from its text.
+    async fn edge_sketches_of(
+        &self,
+        dataset: DatasetId,
+        found: Vec<EdgeSketchParts>,
+        feedback: bool,
+    ) -> Result<Vec<EdgeSketch>> {
         let mut unkeyed = Vec::new();
         let mut edges = Vec::with_capacity(found.len());
         for (source, relationship_name, target, type_key, feedback_weight) in found {
@@ -304,7 +398,6 @@ impl SqlGraphStore {
                 feedback_weight: feedback_weight.filter(|v| !v.is_null()),
             });
         }
-        // A row no write has keyed (none after migration 4): keyed from its text.
         if !unkeyed.is_empty() {
             let full = self.get_edges(dataset, &unkeyed, Sketch::edge_projection(feedback)).await?;
             edges.extend(Sketch::of(&Subgraph { nodes: Vec::new(), edges: full }, feedback).edges);
@@ -492,33 +585,46 @@ impl GraphStore for SqlGraphStore {
         })
     }
 
-    /// A keyset read on the primary key: each page costs its own rows.
-    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
-        let mut params: Vec<Value> = vec![dataset.to_string().into(), page_limit(limit)];
-        let mut sql = String::from("SELECT id, node_type, properties FROM graph_nodes WHERE dataset_id = $1");
-        if let Some(after) = after {
-            sql.push_str(" AND id > $3");
-            params.push(after.to_string().into());
-        }
-        sql.push_str(" ORDER BY id LIMIT $2");
-        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, params)).await.map_err(db_err)?;
-        rows.iter().map(node_from_row).collect()
+    /// On SQLite, in rowid order over the `graph_nodes_dataset` index: the
+    /// table is read in the order its pages are stored (a read in key order
+    /// looks each row up at random). On Postgres, a keyset read on the
+    /// primary key.
+    async fn nodes_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<Uuid>>,
+        limit: usize,
+    ) -> Result<Page<Node, Uuid>> {
+        const COLUMNS: &str = "id, node_type, properties";
+        let (rows, by_row) = self
+            .page_rows("graph_nodes", COLUMNS, "id", dataset, after, limit, |id| vec![id.to_string().into()])
+            .await?;
+        let nodes = rows.iter().map(node_from_row).collect::<Result<Vec<_>>>()?;
+        paged(nodes, &rows, by_row, limit, |n: &Node| n.id)
     }
 
-    /// A keyset read on the primary key, compared as a row value.
-    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
-        let mut params: Vec<Value> = vec![dataset.to_string().into(), page_limit(limit)];
-        let mut sql = String::from(
-            "SELECT source_id, relationship_name, target_id, edge_text, properties, document_ids FROM graph_edges \
-             WHERE dataset_id = $1",
-        );
-        if let Some((source, relationship, target)) = after {
-            sql.push_str(" AND (source_id, relationship_name, target_id) > ($3, $4, $5)");
-            params.extend([source.to_string().into(), relationship.into(), target.to_string().into()]);
-        }
-        sql.push_str(" ORDER BY source_id, relationship_name, target_id LIMIT $2");
-        let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, params)).await.map_err(db_err)?;
-        rows.iter().map(edge_from_row).collect()
+    /// As [`Self::nodes_page`]; on Postgres the keyset is the primary key,
+    /// compared as a row value.
+    async fn edges_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<EdgeKey>>,
+        limit: usize,
+    ) -> Result<Page<Edge, EdgeKey>> {
+        const COLUMNS: &str = "source_id, relationship_name, target_id, edge_text, properties, document_ids";
+        let (rows, by_row) = self
+            .page_rows(
+                "graph_edges",
+                COLUMNS,
+                "source_id, relationship_name, target_id",
+                dataset,
+                after,
+                limit,
+                |(s, r, t)| vec![s.to_string().into(), r.into(), t.to_string().into()],
+            )
+            .await?;
+        let edges = rows.iter().map(edge_from_row).collect::<Result<Vec<_>>>()?;
+        paged(edges, &rows, by_row, limit, Edge::key)
     }
 
     /// Served by the `graph_nodes_type_name` index alone (no properties read).
@@ -741,6 +847,80 @@ impl RankingReads for SqlGraphStore {
         let nodes = self.node_sketches(dataset, seeds, feedback).await?;
         let found: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
         let edges = self.edge_sketches(dataset, &found, feedback).await?;
+        Ok(Sketch { nodes, edges })
+    }
+
+    /// Keyset pages: the nodes on the primary key, the edges on the
+    /// `graph_edges_sketch` index alone (every column it reads is there).
+    async fn whole_sketch(&self, dataset: DatasetId) -> Result<Sketch> {
+        let ds: Value = dataset.to_string().into();
+        let importance = self.property_cell("importance_weight");
+        let mut nodes: Vec<NodeSketch> = Vec::new();
+        loop {
+            let mut values = vec![ds.clone(), page_limit(SKETCH_PAGE)];
+            let after = match nodes.last() {
+                Some(last) => {
+                    values.push(last.id.to_string().into());
+                    " AND id > $3"
+                }
+                None => "",
+            };
+            let page = format!(
+                "(SELECT id, properties FROM graph_nodes WHERE dataset_id = $1{after} ORDER BY id LIMIT $2) page"
+            );
+            let sql = self.json_rows_select_ordered(&["id", &importance, self.null_cell()], &page, "id");
+            let mut read = node_sketches_of(self.json_rows(&sql, values, "node sketches").await?)?;
+            let full = read.len() >= SKETCH_PAGE;
+            nodes.append(&mut read);
+            if !full {
+                break;
+            }
+        }
+        let index = if self.db.backend() == DbBackend::Sqlite { " INDEXED BY graph_edges_sketch" } else { "" };
+        let mut edges: Vec<EdgeSketch> = Vec::new();
+        let mut after: Option<EdgeKey> = None;
+        loop {
+            let mut values = vec![ds.clone(), page_limit(SKETCH_PAGE)];
+            let mut clause = String::new();
+            if let Some((s, r, t)) = after.take() {
+                clause.push_str(" AND (source_id, relationship_name, target_id) > ($3, $4, $5)");
+                values.extend([s.to_string().into(), r.into(), t.to_string().into()]);
+            }
+            let page = format!(
+                "(SELECT source_id, relationship_name, target_id, type_key FROM graph_edges{index} \
+                 WHERE dataset_id = $1{clause} ORDER BY source_id, relationship_name, target_id LIMIT $2) page"
+            );
+            let sql = self.json_rows_select_ordered(
+                &["source_id", "relationship_name", "target_id", "type_key", self.null_cell()],
+                &page,
+                "source_id, relationship_name, target_id",
+            );
+            let found: Vec<EdgeSketchParts> = self.json_rows(&sql, values, "edge sketches").await?;
+            let full = found.len() >= SKETCH_PAGE;
+            // The cursor is the page's last row in the store's order (on
+            // Postgres the collation's, which need not be the ids' order).
+            let last = match found.last() {
+                Some((source, relationship, target, _, _)) => {
+                    Some((parse_uuid(source)?, relationship.clone(), parse_uuid(target)?))
+                }
+                None => None,
+            };
+            edges.extend(self.edge_sketches_of(dataset, found, false).await?);
+            match last {
+                Some(last) if full => after = Some(last),
+                _ => break,
+            }
+        }
+        nodes.sort_by_key(|n| n.id);
+        let known: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
+        edges.retain(|e| known.contains(&e.source_node_id) && known.contains(&e.target_node_id));
+        edges.sort_by(|a, b| {
+            (a.source_node_id, &a.relationship_name, a.target_node_id).cmp(&(
+                b.source_node_id,
+                &b.relationship_name,
+                b.target_node_id,
+            ))
+        });
         Ok(Sketch { nodes, edges })
     }
 

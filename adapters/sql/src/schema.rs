@@ -604,6 +604,45 @@ impl MigrationTrait for M20261209WiderIndexes {
     }
 }
 
+/// Migration 11, on SQLite only: an index on `dataset_id` alone for each
+/// graph table. Its entries are in (dataset, rowid) order, so an export reads
+/// one dataset's rows in the order the table stores them
+/// (`nodes_page`/`edges_page`) instead of looking each up at random by key.
+/// Postgres pages in key order and needs none.
+struct M20261210DatasetRowOrder;
+
+impl MigrationName for M20261210DatasetRowOrder {
+    fn name(&self) -> &str {
+        "m20261210_000011_dataset_row_order"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261210DatasetRowOrder {
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        if conn.get_database_backend() == sea_orm::DbBackend::Sqlite {
+            for table in ["graph_nodes", "graph_edges"] {
+                conn.execute_unprepared(&format!("CREATE INDEX IF NOT EXISTS {table}_dataset ON {table} (dataset_id)"))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        for table in ["graph_nodes", "graph_edges"] {
+            conn.execute_unprepared(&format!("DROP INDEX IF EXISTS {table}_dataset")).await?;
+        }
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -647,6 +686,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261207SessionVectors),
             Box::new(M20261208Quarantine),
             Box::new(M20261209WiderIndexes),
+            Box::new(M20261210DatasetRowOrder),
         ]
     }
 }

@@ -57,8 +57,9 @@ async fn migrations_are_recorded_once() {
         .unwrap();
     let n: i64 = row.try_get("", "n").unwrap();
     let all = i64::try_from(Migrator::migrations().len()).unwrap();
-    assert_eq!((n, all), (10, 10), "each migration is applied once and recorded");
-    // Migration 10 widened two indexes in place of their prefixes.
+    assert_eq!((n, all), (11, 11), "each migration is applied once and recorded");
+    // Migration 10 widened two indexes in place of their prefixes; 11 added
+    // the dataset indexes exports read in rowid order.
     let rows = db
         .connection()
         .query_all_raw(Statement::from_string(
@@ -72,6 +73,8 @@ async fn migrations_are_recorded_once() {
     assert!(names.contains(&"graph_nodes_type_name".to_string()), "{names:?}");
     assert!(!names.contains(&"graph_edges_target".to_string()), "{names:?}");
     assert!(!names.contains(&"graph_nodes_type".to_string()), "{names:?}");
+    assert!(names.contains(&"graph_nodes_dataset".to_string()), "{names:?}");
+    assert!(names.contains(&"graph_edges_dataset".to_string()), "{names:?}");
 }
 
 #[tokio::test]

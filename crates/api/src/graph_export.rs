@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use recall_core::{Edge, Node, Result, Subgraph};
 use recall_engine::GraphPages;
-use serde_json::{json, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::dto::{edge_dto, node_dto};
@@ -24,24 +25,68 @@ pub enum GraphShape {
     Dot,
 }
 
-/// A node of [`GraphShape::Json`].
-fn node_json(n: &Node) -> Value {
-    let mut m = n.properties.clone();
-    m.insert("id".into(), json!(n.id.to_string()));
-    m.insert("type".into(), json!(n.node_type));
-    m.entry("name").or_insert(Value::Null);
-    Value::Object(m)
+/// A node of [`GraphShape::Json`]: its properties in their stored order, with
+/// `id` and `type` (set in place where a property had the key, else after
+/// them) and a `name` (null when it has none). Serialised straight from the
+/// node, with no copy of its properties.
+struct NodeJson<'a>(&'a Node);
+
+impl Serialize for NodeJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let n = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &n.properties {
+            match key.as_str() {
+                "id" => map.serialize_entry(key, &n.id)?,
+                "type" => map.serialize_entry(key, &n.node_type)?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        if !n.properties.contains_key("id") {
+            map.serialize_entry("id", &n.id)?;
+        }
+        if !n.properties.contains_key("type") {
+            map.serialize_entry("type", &n.node_type)?;
+        }
+        if !n.properties.contains_key("name") {
+            map.serialize_entry("name", &Value::Null)?;
+        }
+        map.end()
+    }
 }
 
-/// An edge of [`GraphShape::Json`].
-fn edge_json(e: &Edge) -> Value {
-    let mut m = e.properties.clone();
-    m.insert("source".into(), json!(e.source_node_id.to_string()));
-    m.insert("target".into(), json!(e.target_node_id.to_string()));
-    m.insert("relationship_name".into(), json!(e.relationship_name));
-    m.insert("edge_text".into(), json!(e.edge_text));
-    Value::Object(m)
+/// An edge of [`GraphShape::Json`]: its properties, then (in place where a
+/// property had the key) `source`, `target`, `relationship_name` and
+/// `edge_text`.
+struct EdgeJson<'a>(&'a Edge);
+
+impl Serialize for EdgeJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let e = self.0;
+        let own = |map: &mut S::SerializeMap, key: &str| match key {
+            "source" => map.serialize_entry(key, &e.source_node_id).map(|()| true),
+            "target" => map.serialize_entry(key, &e.target_node_id).map(|()| true),
+            "relationship_name" => map.serialize_entry(key, &e.relationship_name).map(|()| true),
+            "edge_text" => map.serialize_entry(key, &e.edge_text).map(|()| true),
+            _ => Ok(false),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &e.properties {
+            if !own(&mut map, key)? {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for key in EDGE_KEYS {
+            if !e.properties.contains_key(key) {
+                own(&mut map, key)?;
+            }
+        }
+        map.end()
+    }
 }
+
+/// The keys an edge of [`GraphShape::Json`] always has, in order.
+const EDGE_KEYS: [&str; 4] = ["source", "target", "relationship_name", "edge_text"];
 
 fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
@@ -84,11 +129,13 @@ pub struct GraphWriter {
     section: Section,
     /// Whether the open JSON array has an element (a comma goes before the next).
     wrote_item: bool,
+    /// Where each element is serialised (kept between elements).
+    buffer: Vec<u8>,
 }
 
 impl GraphWriter {
     pub fn new(shape: GraphShape) -> Self {
-        Self { shape, section: Section::Head, wrote_item: false }
+        Self { shape, section: Section::Head, wrote_item: false, buffer: Vec::new() }
     }
 
     /// Moves the document forward to `to` (never back: a page of nodes
@@ -115,9 +162,14 @@ impl GraphWriter {
         }
     }
 
-    fn item(&mut self, out: &mut String, value: Value) {
+    /// Writes one element of the open JSON array.
+    fn item(&mut self, out: &mut String, value: &impl Serialize) {
         out.push_str(if self.wrote_item { ",\n" } else { "\n" });
-        out.push_str(&value.to_string());
+        self.buffer.clear();
+        // Serialising a map of JSON values into memory cannot fail.
+        if serde_json::to_writer(&mut self.buffer, value).is_ok() {
+            out.push_str(&String::from_utf8_lossy(&self.buffer));
+        }
         self.wrote_item = true;
     }
 
@@ -127,8 +179,8 @@ impl GraphWriter {
         self.enter(&mut out, Section::Nodes);
         for n in nodes {
             match self.shape {
-                GraphShape::Json => self.item(&mut out, node_json(n)),
-                GraphShape::Dto => self.item(&mut out, node_dto(n)),
+                GraphShape::Json => self.item(&mut out, &NodeJson(n)),
+                GraphShape::Dto => self.item(&mut out, &node_dto(n)),
                 GraphShape::Dot => out.push_str(&node_dot(n)),
             }
         }
@@ -141,8 +193,8 @@ impl GraphWriter {
         self.enter(&mut out, Section::Edges);
         for e in edges {
             match self.shape {
-                GraphShape::Json => self.item(&mut out, edge_json(e)),
-                GraphShape::Dto => self.item(&mut out, edge_dto(e)),
+                GraphShape::Json => self.item(&mut out, &EdgeJson(e)),
+                GraphShape::Dto => self.item(&mut out, &edge_dto(e)),
                 GraphShape::Dot => out.push_str(&edge_dot(e)),
             }
         }
@@ -255,7 +307,7 @@ pub fn bounded_subgraph(
 #[cfg(test)]
 mod tests {
     use recall_core::{Edge, Node};
-    use serde_json::Map;
+    use serde_json::{json, Map};
 
     use super::*;
 
@@ -288,6 +340,60 @@ mod tests {
         assert!(dot.starts_with("digraph recall {"));
         assert!(dot.contains(r#"[label="Ada \"the\" first (Entity)"]"#), "{dot}");
         assert!(dot.contains(&format!("\"{}\" -> \"{}\" [label=\"designed\"]", a.id, b.id)));
+    }
+
+    #[test]
+    fn json_elements_keep_the_properties_and_set_their_own_keys() {
+        // What the elements were before they were serialised in place: a
+        // copy of the properties with the export's keys set on it (in place
+        // where a property had the key). The same document; byte for byte
+        // where serde_json keeps insertion order (as it is built in the
+        // workspace; a crate tested alone may get sorted maps).
+        fn copied_node(n: &Node) -> String {
+            let mut m = n.properties.clone();
+            m.insert("id".into(), json!(n.id.to_string()));
+            m.insert("type".into(), json!(n.node_type));
+            m.entry("name").or_insert(Value::Null);
+            Value::Object(m).to_string()
+        }
+        fn copied_edge(e: &Edge) -> String {
+            let mut m = e.properties.clone();
+            m.insert("source".into(), json!(e.source_node_id.to_string()));
+            m.insert("target".into(), json!(e.target_node_id.to_string()));
+            m.insert("relationship_name".into(), json!(e.relationship_name));
+            m.insert("edge_text".into(), json!(e.edge_text));
+            Value::Object(m).to_string()
+        }
+        let insertion_order = serde_json::from_str::<Map<String, Value>>(r#"{"b": 1, "a": 2}"#)
+            .unwrap()
+            .keys()
+            .next()
+            .is_some_and(|k| k == "b");
+        let same = |ours: String, copied: String| {
+            if insertion_order {
+                assert_eq!(ours, copied);
+            } else {
+                assert_eq!(
+                    serde_json::from_str::<Value>(&ours).unwrap(),
+                    serde_json::from_str::<Value>(&copied).unwrap()
+                );
+            }
+        };
+        let props = |v: Value| v.as_object().cloned().unwrap();
+        let mut n = node("Ada", "Entity");
+        n.properties = props(json!({"type": "stale", "zeta": 1, "id": "old", "alpha": [true, null]}));
+        let mut full = node("Ada", "Entity");
+        full.properties.insert("id".into(), json!(1));
+        full.properties.insert("type".into(), json!(2));
+        for n in [n, full, node("Bo", "Entity"), Node { properties: Map::new(), ..node("x", "DocumentChunk") }] {
+            same(serde_json::to_string(&NodeJson(&n)).unwrap(), copied_node(&n));
+        }
+        let mut e = Edge::new(Uuid::new_v4(), "knows", Uuid::new_v4());
+        e.properties = props(json!({"weight": 0.5, "target": "x", "nested": {"edge_text": 1}, "a": null}));
+        let texted = Edge::new(Uuid::new_v4(), "is_a", Uuid::new_v4()).with_text("Ada is a person");
+        for e in [e, texted] {
+            same(serde_json::to_string(&EdgeJson(&e)).unwrap(), copied_edge(&e));
+        }
     }
 
     #[test]

@@ -303,6 +303,29 @@ async fn graph_sketches_and_key_reads(store: &dyn GraphStore, generic: bool) {
     let sketch = reads.sketch_between(ds, &[a, b], false).await.unwrap();
     assert_eq!(sketch.edges[0].type_key, retold.type_key());
     assert_ne!(retold.type_key(), taught.type_key());
+
+    // The whole dataset sketched: every node by id, every edge between two
+    // of its nodes by key (one to a missing node is left out), no feedback.
+    store.upsert_edges(ds, &[Edge::new(a, "knows", Uuid::new_v4())]).await.unwrap();
+    let other = fresh_dataset();
+    store.upsert_nodes(other, &nodes[..2]).await.unwrap();
+    let whole = reads.whole_sketch(ds).await.unwrap();
+    let mut want_ids: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+    want_ids.sort();
+    assert_eq!(whole.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), want_ids, "every node, by id");
+    let bob = whole.nodes.iter().find(|n| n.id == b).unwrap();
+    assert_eq!(bob.importance_weight, None);
+    assert!(whole.nodes.iter().all(|n| n.feedback_weight.is_none()));
+    let mut stored = vec![retold.clone(), is_a.clone(), likes.clone()];
+    stored.extend(contains.iter().cloned());
+    let mut want: Vec<(EdgeKey, Uuid)> = stored.iter().map(|e| (e.key(), e.type_key())).collect();
+    want.sort();
+    let got: Vec<(EdgeKey, Uuid)> = whole.edges.iter().map(|e| (e.key(), e.type_key)).collect();
+    assert_eq!(got, want, "every edge between two nodes, by key");
+    assert!(whole.edges.iter().all(|e| e.feedback_weight.is_none()));
+    let empty = reads.whole_sketch(fresh_dataset()).await.unwrap();
+    assert_eq!(empty, Default::default());
+    store.delete_dataset(other).await.unwrap();
     store.delete_dataset(ds).await.unwrap();
 }
 
@@ -441,15 +464,16 @@ async fn graph_pages(store: &dyn GraphStore) {
         let (mut got, mut after) = (Vec::new(), None);
         loop {
             let page = store.nodes_page(ds, after, limit).await.unwrap();
-            assert!(page.len() <= limit, "a page holds at most its limit");
-            if let Some(n) = page.iter().find(|n| n.id == nodes[5].id) {
+            assert!(page.items.len() <= limit, "a page holds at most its limit");
+            assert!(page.items.len() == limit || page.next.is_none(), "a short page is the last");
+            if let Some(n) = page.items.iter().find(|n| n.id == nodes[5].id) {
                 assert_eq!(n, &nodes[5], "a paged node is read in full");
             }
-            got.extend(page.iter().map(|n| n.id));
-            if page.len() < limit {
-                break;
+            got.extend(page.items.iter().map(|n| n.id));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
             }
-            after = page.last().map(|n| n.id);
         }
         let count = got.len();
         got.sort();
@@ -458,25 +482,56 @@ async fn graph_pages(store: &dyn GraphStore) {
 
         let (mut got, mut after) = (Vec::new(), None);
         loop {
-            let page = store.edges_page(ds, after.clone(), limit).await.unwrap();
-            assert!(page.len() <= limit);
-            if let Some(e) = page.iter().find(|e| e.key() == edges[4].key()) {
+            let page = store.edges_page(ds, after, limit).await.unwrap();
+            assert!(page.items.len() <= limit);
+            assert!(page.items.len() == limit || page.next.is_none(), "a short page is the last");
+            if let Some(e) = page.items.iter().find(|e| e.key() == edges[4].key()) {
                 assert_eq!(e.edge_text, edges[4].edge_text, "a paged edge is read in full");
             }
-            got.extend(page.iter().map(Edge::key));
-            if page.len() < limit {
-                break;
+            got.extend(page.items.iter().map(Edge::key));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
             }
-            after = page.last().map(Edge::key);
         }
         let count = got.len();
         got.sort();
         got.dedup();
         assert_eq!((count, &got), (want_edges.len(), &want_edges), "edges in pages of {limit}");
     }
+
+    // Writes between two pages: every edge present throughout is read once
+    // (an edge updated after it was read is not read again); what was added
+    // or removed meanwhile may or may not show.
+    let (mut got, mut after, mut wrote) = (Vec::new(), None, false);
+    let added = Edge::new(nodes[0].id, "added", nodes[1].id);
+    loop {
+        let page = store.edges_page(ds, after, 10).await.unwrap();
+        got.extend(page.items.iter().map(Edge::key));
+        if !wrote {
+            wrote = true;
+            let mut updated = page.items[0].clone();
+            updated.edge_text = Some("updated".into());
+            store.upsert_edges(ds, &[updated, added.clone()]).await.unwrap();
+            store.delete_edges(ds, &[edges[68].key()]).await.unwrap();
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    got.retain(|k| k != &added.key() && k != &edges[68].key());
+    let count = got.len();
+    got.sort();
+    got.dedup();
+    let mut kept = want_edges.clone();
+    kept.retain(|k| k != &edges[68].key());
+    assert_eq!((count, &got), (kept.len(), &kept), "edges read once across writes between pages");
     let empty = fresh_dataset();
-    assert!(store.nodes_page(empty, None, 10).await.unwrap().is_empty());
-    assert!(store.edges_page(empty, None, 10).await.unwrap().is_empty());
+    let page = store.nodes_page(empty, None, 10).await.unwrap();
+    assert!(page.items.is_empty() && page.next.is_none());
+    let page = store.edges_page(empty, None, 10).await.unwrap();
+    assert!(page.items.is_empty() && page.next.is_none());
     store.delete_dataset(ds).await.unwrap();
     store.delete_dataset(other).await.unwrap();
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use recall_core::ports::{EdgeKey, GraphStore};
+use recall_core::ports::{EdgeKey, GraphStore, PageCursor};
 use recall_core::{Dataset, DatasetId, DatasetRef, Edge, Node, Result, User};
 use uuid::Uuid;
 
@@ -16,12 +16,13 @@ pub const EXPORT_PAGE: usize = 2_000;
 #[derive(Debug, Clone)]
 enum Cursor<K> {
     Start,
-    After(K),
+    After(PageCursor<K>),
     Done,
 }
 
 impl<K: Clone> Cursor<K> {
-    fn after(&self) -> Option<Option<K>> {
+    /// Where the next page starts; `None` once the read is done.
+    fn after(&self) -> Option<Option<PageCursor<K>>> {
         match self {
             Self::Start => Some(None),
             Self::After(k) => Some(Some(k.clone())),
@@ -29,18 +30,16 @@ impl<K: Clone> Cursor<K> {
         }
     }
 
-    /// Moves past a page of `read` items whose last key is `last`.
-    fn advance(&mut self, read: usize, limit: usize, last: Option<K>) {
-        *self = match last {
-            Some(k) if read >= limit => Self::After(k),
-            _ => Self::Done,
-        };
+    /// Moves past a page that ended at `next`.
+    fn advance(&mut self, next: Option<PageCursor<K>>) {
+        *self = next.map_or(Self::Done, Self::After);
     }
 }
 
-/// One dataset's nodes, then its edges, a page at a time in the store's key
-/// order. Each page is one indexed read; a write between two pages shows in
-/// the pages read after it (an export is not a snapshot).
+/// One dataset's nodes, then its edges, a page at a time in the order the
+/// store reads fastest (`GraphStore::nodes_page`). Each page is one indexed
+/// read; a write between two pages shows in the pages read after it (an
+/// export is not a snapshot).
 pub struct GraphPages {
     graph: Arc<dyn GraphStore>,
     dataset: DatasetId,
@@ -56,18 +55,26 @@ impl GraphPages {
 
     /// The next page of nodes; `None` once every node was read.
     pub async fn next_nodes(&mut self) -> Result<Option<Vec<Node>>> {
-        let Some(after) = self.nodes.after() else { return Ok(None) };
-        let nodes = self.graph.nodes_page(self.dataset, after, self.page).await?;
-        self.nodes.advance(nodes.len(), self.page, nodes.last().map(|n| n.id));
-        Ok((!nodes.is_empty()).then_some(nodes))
+        while let Some(after) = self.nodes.after() {
+            let page = self.graph.nodes_page(self.dataset, after, self.page).await?;
+            self.nodes.advance(page.next);
+            if !page.items.is_empty() {
+                return Ok(Some(page.items));
+            }
+        }
+        Ok(None)
     }
 
     /// The next page of edges; `None` once every edge was read.
     pub async fn next_edges(&mut self) -> Result<Option<Vec<Edge>>> {
-        let Some(after) = self.edges.after() else { return Ok(None) };
-        let edges = self.graph.edges_page(self.dataset, after, self.page).await?;
-        self.edges.advance(edges.len(), self.page, edges.last().map(Edge::key));
-        Ok((!edges.is_empty()).then_some(edges))
+        while let Some(after) = self.edges.after() {
+            let page = self.graph.edges_page(self.dataset, after, self.page).await?;
+            self.edges.advance(page.next);
+            if !page.items.is_empty() {
+                return Ok(Some(page.items));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -9,6 +9,7 @@ pub mod export;
 pub mod ingest;
 pub mod query;
 mod sessions;
+mod sketch_cache;
 pub mod skills;
 pub(crate) mod visibility;
 
@@ -136,6 +137,8 @@ pub struct Engine {
     /// API keys that authenticated recently (docs/auth.md).
     pub(crate) verified_keys: credentials::VerifiedKeys,
     pub(crate) key_stamps: credentials::KeyStamps,
+    /// Each dataset's ranking sketch in memory, by data version.
+    pub(crate) sketches: Arc<sketch_cache::SketchCache>,
 }
 
 /// The data versions one process has seen (docs/backends.md, "Data versions").
@@ -301,6 +304,7 @@ impl EngineBuilder {
             warm_cache: moka::future::Cache::builder().max_capacity(1024).time_to_live(warmup_ttl).build(),
             sessions: self.sessions,
             sql_connector: self.sql_connector,
+            sketches: Arc::new(sketch_cache::SketchCache::new()),
         })
     }
 }

@@ -18,14 +18,38 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use recall_core::model::node_types;
 use recall_core::ports::{
-    EdgeKey, EdgeProjection, EmbeddingSpec, GraphCapabilities, GraphStore, Mentions, NodeSetFilter, RankingReads,
-    ScoredResult, Sketch, VectorRecord, VectorStore,
+    EdgeKey, EdgeProjection, EmbeddingSpec, GraphCapabilities, GraphStore, Mentions, NodeSetFilter, Page, PageCursor,
+    RankingReads, ScoredResult, Sketch, VectorRecord, VectorStore,
 };
 use recall_core::{ids, DatasetId, Edge, Node, Result, Subgraph};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::ingest::cognify::{description_without, STRUCTURAL_EDGES};
+
+/// Pages of `read` with `keep` applied, read on until `limit` items are kept
+/// or the store has no more: a page the filter emptied does not end a read.
+async fn read_visible_page<T, K, F, Fut>(
+    mut after: Option<PageCursor<K>>,
+    limit: usize,
+    read: F,
+    keep: impl Fn(&mut Vec<T>),
+) -> Result<Page<T, K>>
+where
+    F: Fn(Option<PageCursor<K>>, usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Page<T, K>>>,
+{
+    let mut items = Vec::new();
+    loop {
+        let mut page = read(after, limit - items.len()).await?;
+        keep(&mut page.items);
+        items.append(&mut page.items);
+        after = page.next;
+        if after.is_none() || items.len() >= limit {
+            return Ok(Page { items, next: after });
+        }
+    }
+}
 
 /// The quarantined ids of one dataset. [`Uuid::nil`] among them hides the
 /// whole dataset (a forget of the dataset under way).
@@ -196,36 +220,37 @@ impl GraphStore for VisibleGraph {
 
     /// Reads on past hidden nodes until the page is full or the store ends,
     /// so a short page still means the end.
-    async fn nodes_page(&self, dataset: DatasetId, mut after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
-        let mut page = Vec::new();
-        loop {
-            let mut read = self.inner.nodes_page(dataset, after, limit - page.len()).await?;
-            let end = read.len() < limit - page.len();
-            after = read.last().map(|n| n.id).or(after);
-            self.hidden.keep_nodes(&mut read);
-            page.append(&mut read);
-            if end || page.len() >= limit {
-                break;
-            }
-        }
-        self.strip(dataset, &mut page).await?;
+    async fn nodes_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<Uuid>>,
+        limit: usize,
+    ) -> Result<Page<Node, Uuid>> {
+        let mut page = read_visible_page(
+            after,
+            limit,
+            |after, n| self.inner.nodes_page(dataset, after, n),
+            |nodes| self.hidden.keep_nodes(nodes),
+        )
+        .await?;
+        self.strip(dataset, &mut page.items).await?;
         Ok(page)
     }
 
     /// As [`Self::nodes_page`], past hidden edges.
-    async fn edges_page(&self, dataset: DatasetId, mut after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
-        let mut page = Vec::new();
-        loop {
-            let mut read = self.inner.edges_page(dataset, after.clone(), limit - page.len()).await?;
-            let end = read.len() < limit - page.len();
-            after = read.last().map(Edge::key).or(after);
-            self.hidden.keep_edges(&mut read);
-            page.append(&mut read);
-            if end || page.len() >= limit {
-                break;
-            }
-        }
-        Ok(page)
+    async fn edges_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<EdgeKey>>,
+        limit: usize,
+    ) -> Result<Page<Edge, EdgeKey>> {
+        read_visible_page(
+            after,
+            limit,
+            |after, n| self.inner.edges_page(dataset, after, n),
+            |edges| self.hidden.keep_edges(edges),
+        )
+        .await
     }
 
     async fn node_ids_by_type(&self, dataset: DatasetId, node_type: &str) -> Result<Vec<Uuid>> {
@@ -321,6 +346,13 @@ impl RankingReads for VisibleGraph {
         let graph =
             self.inner.ranking().edges_around_of_types(dataset, &self.hidden.ids(ids), type_keys, props).await?;
         Ok(self.hidden.subgraph(graph))
+    }
+
+    async fn whole_sketch(&self, dataset: DatasetId) -> Result<Sketch> {
+        let mut sketch = self.inner.ranking().whole_sketch(dataset).await?;
+        sketch.nodes.retain(|n| !self.hidden.node(&n.id));
+        sketch.edges.retain(|e| !self.hidden.edge(e.source_node_id, &e.relationship_name, e.target_node_id));
+        Ok(sketch)
     }
 }
 
@@ -584,23 +616,24 @@ mod tests {
         let (mut seen, mut after) = (Vec::new(), None);
         loop {
             let page = g.nodes_page(dataset, after, 2).await.unwrap();
-            seen.extend(page.iter().map(|n| n.id));
-            if page.len() < 2 {
-                break;
+            assert!(page.items.len() == 2 || page.next.is_none(), "a short page is the last");
+            seen.extend(page.items.iter().map(|n| n.id));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
             }
-            after = page.last().map(|n| n.id);
         }
         let visible: Vec<Uuid> =
             ids.iter().enumerate().filter(|(i, _)| !(1..5).contains(i)).map(|(_, id)| *id).collect();
         assert_eq!(seen, visible, "a full page of hidden nodes does not end the read");
         let (mut seen, mut after) = (0, None);
         loop {
-            let page = g.edges_page(dataset, after.clone(), 2).await.unwrap();
-            seen += page.len();
-            if page.len() < 2 {
-                break;
+            let page = g.edges_page(dataset, after, 2).await.unwrap();
+            seen += page.items.len();
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
             }
-            after = page.last().map(Edge::key);
         }
         assert_eq!(seen, 4, "the edges with no hidden endpoint: 5-6, 6-7, 7-8, 8-9");
     }

@@ -19,6 +19,46 @@ use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, R
 /// Identifies an edge: (source, relationship_name, target).
 pub type EdgeKey = (Uuid, String, Uuid);
 
+/// Where a paged read of one dataset's nodes or edges resumes
+/// ([`GraphStore::nodes_page`]): the `next` of the page before, passed back
+/// unchanged. `K` is the item's key (a node id, an [`EdgeKey`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageCursor<K> {
+    /// After the item with this key, in key order.
+    Key(K),
+    /// After this position in the store's own row order (SQLite's rowid,
+    /// which reads a table in the order its pages are stored).
+    Row(i64),
+}
+
+/// One page of a paged read, and where the next page starts (`None`: this
+/// was the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T, K> {
+    pub items: Vec<T>,
+    pub next: Option<PageCursor<K>>,
+}
+
+impl<T, K> Page<T, K> {
+    /// A page read in key order: a full page resumes after its last item's
+    /// key, a short one is the last.
+    pub fn keyed(items: Vec<T>, limit: usize, key: impl Fn(&T) -> K) -> Self {
+        let next = if items.len() >= limit { items.last().map(|last| PageCursor::Key(key(last))) } else { None };
+        Self { items, next }
+    }
+}
+
+/// The key of a cursor for a store that pages in key order only.
+pub fn key_cursor<K>(cursor: Option<PageCursor<K>>) -> Result<Option<K>> {
+    match cursor {
+        None => Ok(None),
+        Some(PageCursor::Key(k)) => Ok(Some(k)),
+        Some(PageCursor::Row(_)) => {
+            Err(crate::RecallError::backend_msg("a row cursor was passed to a store that pages by key"))
+        }
+    }
+}
+
 /// How many chunks of one document mention one entity
 /// ([`GraphStore::document_mentions`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -190,23 +230,40 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
     async fn get_graph(&self, dataset: DatasetId) -> Result<Subgraph>;
 
     /// A page of one dataset's nodes for an export that streams: up to
-    /// `limit` nodes after the node `after` (exclusive), in the store's id
-    /// order; fewer than `limit` only at the end. The default slices
-    /// [`GraphStore::get_graph`]; stores override it with a keyset read,
-    /// so an export holds one page at a time.
-    async fn nodes_page(&self, dataset: DatasetId, after: Option<Uuid>, limit: usize) -> Result<Vec<Node>> {
+    /// `limit` nodes after `after` (from the first without it), and where
+    /// the next page starts; fewer than `limit` only on the last page. Each
+    /// node is read once over the pages, in an order of the store's choosing
+    /// (key order, or its own row order when that reads faster); a write
+    /// between two pages shows in the pages read after it. The default
+    /// slices [`GraphStore::get_graph`] in id order; stores override it with
+    /// a keyset read, so an export holds one page at a time. A cursor the
+    /// store did not hand out is a backend error.
+    async fn nodes_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<Uuid>>,
+        limit: usize,
+    ) -> Result<Page<Node, Uuid>> {
+        let after = key_cursor(after)?;
         let mut nodes = self.get_graph(dataset).await?.nodes;
         nodes.sort_by_key(|n| n.id);
-        Ok(nodes.into_iter().filter(|n| after.is_none_or(|a| n.id > a)).take(limit).collect())
+        let nodes = nodes.into_iter().filter(|n| after.is_none_or(|a| n.id > a)).take(limit).collect();
+        Ok(Page::keyed(nodes, limit, |n: &Node| n.id))
     }
 
-    /// A page of one dataset's edges, as [`GraphStore::nodes_page`]: up to
-    /// `limit` edges after the edge keyed `after`, in the store's
-    /// (source, relationship_name, target) order.
-    async fn edges_page(&self, dataset: DatasetId, after: Option<EdgeKey>, limit: usize) -> Result<Vec<Edge>> {
+    /// A page of one dataset's edges, as [`GraphStore::nodes_page`]; the
+    /// default is in (source, relationship_name, target) order.
+    async fn edges_page(
+        &self,
+        dataset: DatasetId,
+        after: Option<PageCursor<EdgeKey>>,
+        limit: usize,
+    ) -> Result<Page<Edge, EdgeKey>> {
+        let after = key_cursor(after)?;
         let mut edges = self.get_graph(dataset).await?.edges;
         edges.sort_by_key(Edge::key);
-        Ok(edges.into_iter().filter(|e| after.as_ref().is_none_or(|a| &e.key() > a)).take(limit).collect())
+        let edges = edges.into_iter().filter(|e| after.as_ref().is_none_or(|a| &e.key() > a)).take(limit).collect();
+        Ok(Page::keyed(edges, limit, Edge::key))
     }
 
     /// The nodes of one type.
@@ -463,6 +520,12 @@ pub trait RankingReads: Send + Sync {
         type_keys: &[Uuid],
         edge_properties: EdgeProjection,
     ) -> Result<Subgraph>;
+
+    /// The whole dataset as a [`Sketch`] without feedback weights: every
+    /// node, and every edge whose endpoints are both nodes of the dataset,
+    /// in key order (what a search cache of the sketches loads). Read in
+    /// pages, so no read holds more than a page besides the result.
+    async fn whole_sketch(&self, dataset: DatasetId) -> Result<Sketch>;
 }
 
 /// Cypher with `$dataset_id` bound to the dataset; one JSON object per row.
@@ -492,6 +555,24 @@ impl<'s> dyn GraphStore + 's {
 }
 
 impl Ranking<'_> {
+    /// See [`RankingReads::whole_sketch`]; the generic read is the whole
+    /// graph's.
+    pub async fn whole_sketch(&self, dataset: DatasetId) -> Result<Sketch> {
+        if let Some(fast) = self.fast {
+            return fast.whole_sketch(dataset).await;
+        }
+        let mut graph = self.store.get_graph(dataset).await?;
+        graph.nodes.sort_by_key(|n| n.id);
+        let known: std::collections::HashSet<Uuid> = graph.nodes.iter().map(|n| n.id).collect();
+        graph.edges.retain(|e| known.contains(&e.source_node_id) && known.contains(&e.target_node_id));
+        graph.edges.sort_by_key(Edge::key);
+        let mut sketch = Sketch::of(&graph, false);
+        for n in &mut sketch.nodes {
+            n.importance_weight = n.importance_weight.take().filter(|v| !v.is_null());
+        }
+        Ok(sketch)
+    }
+
     pub async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
         if let Some(fast) = self.fast {
             return fast.sketch_between(dataset, seeds, feedback).await;

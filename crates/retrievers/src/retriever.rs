@@ -29,6 +29,11 @@ pub struct DatasetPorts {
     /// Who an AGENTIC_COMPLETION loop acts for on this dataset (set by the
     /// engine for that type only; tool calls are checked against it).
     pub caller: Option<crate::AgentCaller>,
+    /// The dataset's ranking sketch at `data_version`, when the engine has
+    /// it in memory and nothing of the dataset is hidden: the triplet search
+    /// ranks on it instead of reading the store (docs/retrievers.md, "The
+    /// sketch cache").
+    pub sketch: Option<Arc<crate::graph::SketchIndex>>,
 }
 
 impl DatasetPorts {

@@ -125,16 +125,21 @@ impl Engine {
     /// The stores, models and data version for one dataset: the stores as
     /// a search may see them (without what is quarantined, crate::visibility).
     pub(crate) fn retrieval_context(&self, dataset: &Dataset, events: Arc<dyn RecallEvents>) -> DatasetPorts {
-        let (graph, vectors) = crate::visibility::visible_ports(&self.graph, &self.vectors, self.hidden(dataset.id));
+        let hidden = self.hidden(dataset.id);
+        let data_version = self.data_version(dataset.id);
+        // The cached sketch is the whole dataset's: only where nothing is hidden.
+        let sketch = if hidden.is_empty() { self.sketches.get(&self.graph, dataset.id, data_version) } else { None };
+        let (graph, vectors) = crate::visibility::visible_ports(&self.graph, &self.vectors, hidden);
         DatasetPorts {
             dataset: dataset.clone(),
             graph,
             vectors,
             embedder: self.query_embedder.clone(),
             llm: self.llm.clone(),
-            data_version: self.data_version(dataset.id),
+            data_version,
             events,
             caller: None,
+            sketch,
         }
     }
 

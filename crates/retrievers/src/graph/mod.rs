@@ -5,6 +5,7 @@
 pub(crate) mod evidence;
 pub mod render;
 pub mod search;
+pub mod sketch_index;
 
 use std::collections::HashSet;
 
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 
 pub use render::resolve_edges_to_text;
 pub use search::{brute_force_triplet_search, Triplet, TripletSearch};
+pub use sketch_index::SketchIndex;
 
 use crate::completion::{self, answer_text};
 use crate::evidence::{append_block, segment_evidence_block, EvidenceReference};

@@ -191,10 +191,10 @@ async fn rank_projection(
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
     let read = std::time::Instant::now();
-    let mut sketch = if ids.is_empty() {
-        Sketch::default()
-    } else {
-        ctx.graph.ranking().sketch_between(dataset, &ids, feedback).await?
+    let mut sketch = match &ctx.sketch {
+        _ if ids.is_empty() => Sketch::default(),
+        Some(index) if !feedback => index.between(&ids),
+        _ => ctx.graph.ranking().sketch_between(dataset, &ids, feedback).await?,
     };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
     let seeds: Vec<(Uuid, f64)> = sketch.nodes.iter().map(|n| (n.id, node_score(n, node_distance, params))).collect();
