@@ -284,7 +284,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !warm.status().is_success() {
             return Err(format!("{label}: {} {}", warm.status(), warm.text().await?).into());
         }
-        for clients in [4, 16] {
+        for clients in [4, 8, 16] {
             let (rps, latencies, failures) = load(&client, &url, body.clone(), clients, seconds).await;
             println!(
                 "{label}, {clients} clients: {rps:.0} requests/s, p50 {:.2} ms, p95 {:.2} ms, {failures} failed",
