@@ -195,6 +195,42 @@ async fn graph_completion_only_context_returns_the_prompt_pair_without_an_llm_ca
     assert_eq!(connections.trim_end_matches('`').lines().count(), 2, "{connections}");
 }
 
+/// A long-lived engine answers graph searches from its sketch cache once
+/// it has loaded (from the second search at a data version on): the
+/// answers stay those of the store, and a write is seen at once.
+#[tokio::test]
+async fn repeated_graph_recalls_answer_the_same_before_and_after_the_sketch_cache_loads() {
+    let engine = offline().await;
+    let ask = |q: &str| RecallRequest::new(q).query_type(SearchType::GraphCompletion).only_context(true);
+    let first = run(&engine, ask("Who did Ada Lovelace work with?")).await;
+    assert!(first[0].text.contains("ada lovelace --[worked]--> charles babbage"), "{}", first[0].text);
+    for round in 0..6 {
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        let again = run(&engine, ask("Who did Ada Lovelace work with?")).await;
+        assert_eq!(again[0].text, first[0].text, "round {round}");
+    }
+    engine
+        .remember(
+            &me(&engine).await,
+            "d",
+            &[RememberInput::Text {
+                text: "Ada Lovelace worked with Mary Somerville.".into(),
+                name: Some("delta.txt".into()),
+            }],
+        )
+        .await
+        .unwrap();
+    for round in 0..4 {
+        let after = run(&engine, ask("Who did Ada Lovelace work with?")).await;
+        assert!(
+            after[0].text.contains("ada lovelace --[worked]--> mary somerville"),
+            "round {round}: {}",
+            after[0].text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
+}
+
 #[tokio::test]
 async fn graph_completion_answers_through_the_llm_with_the_rendered_prompts() {
     let (engine, fake) = with_llm(Arc::new(|_| "Charles Babbage.".into()), EngineConfig::default()).await;

@@ -4,8 +4,8 @@
 //!
 //! A search asks for the sketch at the version it runs at. When the cache
 //! has it, the search uses it; otherwise the search reads the store as
-//! before and the cache loads that version in the background, one load at a
-//! time for the whole process. Every write moves the data version (before and
+//! before, and from the second ask at that version the cache loads it in the
+//! background, one load at a time for the whole process. Every write moves the data version (before and
 //! after it writes), so a sketch read mid-write is never used past the
 //! write's end; while a write is unfinished its rows are quarantined, and a
 //! search of a dataset with quarantined rows never uses the cache.
@@ -23,6 +23,10 @@ pub(crate) const SKETCH_CACHE_BUDGET: usize = 1 << 30;
 
 /// A dataset's entry.
 enum Slot {
+    /// This version was asked for once: a second ask starts its load, so a
+    /// one-shot process (a CLI recall) never reads a sketch it will not use,
+    /// and a server's first search does not share the cores with the load.
+    Asked(u64),
     /// A load of this version is running.
     Loading(u64),
     Ready(u64, Arc<SketchIndex>),
@@ -34,7 +38,7 @@ enum Slot {
 impl Slot {
     fn version(&self) -> u64 {
         match self {
-            Self::Loading(v) | Self::Ready(v, _) | Self::Skipped(v) => *v,
+            Self::Asked(v) | Self::Loading(v) | Self::Ready(v, _) | Self::Skipped(v) => *v,
         }
     }
 }
@@ -52,7 +56,8 @@ impl SketchCache {
     }
 
     /// The dataset's sketch at `version` when it is in memory; otherwise
-    /// `None`, and a load of that version starts in the background.
+    /// `None`, and from the second ask at that version on, a load of it
+    /// starts in the background.
     pub(crate) fn get(
         self: &Arc<Self>,
         graph: &Arc<dyn GraphStore>,
@@ -62,11 +67,16 @@ impl SketchCache {
         let mut slots = self.slots.lock().ok()?;
         match slots.get(&dataset) {
             Some(Slot::Ready(v, index)) if *v == version => return Some(index.clone()),
+            // Asked for before: load it now.
+            Some(Slot::Asked(v)) if *v == version => {}
             // Loading or skipped at this version, or anything of a newer one
             // (a reader that saw an older version never brings it back).
             Some(slot) if slot.version() >= version => return None,
-            // Nothing yet, or an older version: load this one.
-            _ => {}
+            // Nothing yet, or an older version: remember the ask.
+            _ => {
+                slots.insert(dataset, Slot::Asked(version));
+                return None;
+            }
         }
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         slots.insert(dataset, Slot::Loading(version));
@@ -183,7 +193,12 @@ mod tests {
         graph.upsert_nodes(ds, &[a.clone(), b.clone()]).await.unwrap();
         graph.upsert_edges(ds, &[Edge::new(a.id, "knows", b.id)]).await.unwrap();
         let cache = Arc::new(SketchCache::new());
-        assert!(cache.get(&graph, ds, 1).is_none(), "the first ask starts a load and answers nothing");
+        assert!(cache.get(&graph, ds, 1).is_none(), "the first ask answers nothing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            matches!(cache.slots.lock().unwrap().get(&ds), Some(Slot::Asked(1))),
+            "and starts no load: a one-shot process never reads the sketch"
+        );
         let v1 = ready(&cache, &graph, ds, 1).await;
         assert_eq!(v1.len(), (2, 1));
         let seeds = [a.id, b.id, c.id];
