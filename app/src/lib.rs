@@ -116,6 +116,30 @@ pub fn build_llm(settings: &Settings) -> Result<Option<Arc<dyn LlmClient>>> {
     Ok(Some(Arc::new(OpenAiChat::new(config)?)))
 }
 
+/// The databases a command opened, when the process closes them at its end
+/// ([`close_at_exit`]); tests that build many engines leave this off.
+static TO_CLOSE: std::sync::Mutex<Option<Vec<SqlDatabase>>> = std::sync::Mutex::new(None);
+
+/// From now on, the databases every [`build_engine`] opens are kept for
+/// [`close_databases`]: the `recall` binary's commands and server.
+pub fn close_at_exit() {
+    if let Ok(mut kept) = TO_CLOSE.lock() {
+        kept.get_or_insert_with(Vec::new);
+    }
+}
+
+/// Closes the databases kept since [`close_at_exit`] (after a command, and
+/// after the server's drain), so SQLite checkpoints its WAL and removes the
+/// `-wal` and `-shm` files instead of leaving them to the next process.
+pub async fn close_databases() {
+    let kept = TO_CLOSE.lock().ok().and_then(|mut kept| kept.as_mut().map(std::mem::take)).unwrap_or_default();
+    for db in kept {
+        if let Err(e) = db.close().await {
+            tracing::warn!(error = %e, "a database did not close cleanly");
+        }
+    }
+}
+
 /// Builds the engine the settings describe.
 pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine, ActiveAdapters)> {
     let url = settings.database_url();
@@ -125,6 +149,11 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     };
     // Per-request writes (history, sessions) go to their own SQLite file.
     let activity = SqlDatabase::connect_activity(&url).await?.unwrap_or_else(|| db.clone());
+    if let Ok(mut kept) = TO_CLOSE.lock() {
+        if let Some(kept) = kept.as_mut() {
+            kept.extend([db.clone(), activity.clone()]);
+        }
+    }
     let mut relational = RelationalPorts::from_store(Arc::new(SqlRelationalStore::new(db.clone())));
     relational.history = Arc::new(SqlRelationalStore::new(activity.clone()));
     let graph = build_graph_store(settings, &db).await?;

@@ -493,7 +493,10 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match run(cli).await {
+    recall::close_at_exit();
+    let outcome = run(cli).await;
+    recall::close_databases().await;
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error [{}] (HTTP {}): {e}", e.name(), e.http_status());

@@ -51,6 +51,10 @@ fn remember_recall_graph_and_forget_from_the_command_line() {
     let o = recall(d, &["remember", "--dataset", "docs", &samples()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("Remembered 4 item(s) in dataset 'docs'"), "{}", stdout(&o));
+    // The command closed its databases: SQLite checkpointed the WAL and removed it.
+    for leftover in ["recall.db-wal", "recall.db-shm", "recall.activity.db-wal", "recall.activity.db-shm"] {
+        assert!(!d.join(leftover).exists(), "{leftover} left behind");
+    }
     let o = recall(d, &["remember", "--dataset", "docs", &samples()]);
     assert!(
         stdout(&o).contains("Remembered 0 item(s)") && stdout(&o).contains("4 already remembered"),

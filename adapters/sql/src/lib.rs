@@ -198,6 +198,13 @@ impl SqlDatabase {
         &self.conn
     }
 
+    /// Closes the pool (every clone's): open connections finish and close.
+    /// On SQLite the last close checkpoints the WAL and removes the `-wal`
+    /// and `-shm` files, so the next process opens a clean file.
+    pub async fn close(&self) -> Result<()> {
+        self.conn.clone().close().await.map_err(db_err)
+    }
+
     pub async fn healthcheck(&self) -> Result<()> {
         self.conn.execute_unprepared("SELECT 1").await.map_err(db_err)?;
         Ok(())
