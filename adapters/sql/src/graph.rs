@@ -911,17 +911,7 @@ impl RankingReads for SqlGraphStore {
                 _ => break,
             }
         }
-        nodes.sort_by_key(|n| n.id);
-        let known: HashSet<Uuid> = nodes.iter().map(|n| n.id).collect();
-        edges.retain(|e| known.contains(&e.source_node_id) && known.contains(&e.target_node_id));
-        edges.sort_by(|a, b| {
-            (a.source_node_id, &a.relationship_name, a.target_node_id).cmp(&(
-                b.source_node_id,
-                &b.relationship_name,
-                b.target_node_id,
-            ))
-        });
-        Ok(Sketch { nodes, edges })
+        Ok(Sketch { nodes, edges }.in_whole_dataset_order())
     }
 
     /// By primary key: the sources through the index, the full keys against

@@ -141,6 +141,22 @@ pub struct Sketch {
 }
 
 impl Sketch {
+    /// In the order [`RankingReads::whole_sketch`] answers: nodes by id,
+    /// edges by key, and no edge with an endpoint that is not a node.
+    pub fn in_whole_dataset_order(mut self) -> Self {
+        self.nodes.sort_by_key(|n| n.id);
+        let known: std::collections::HashSet<Uuid> = self.nodes.iter().map(|n| n.id).collect();
+        self.edges.retain(|e| known.contains(&e.source_node_id) && known.contains(&e.target_node_id));
+        self.edges.sort_by(|a, b| {
+            (a.source_node_id, &a.relationship_name, a.target_node_id).cmp(&(
+                b.source_node_id,
+                &b.relationship_name,
+                b.target_node_id,
+            ))
+        });
+        self
+    }
+
     /// The edge properties a sketch reads: `feedback_weight` when asked for.
     pub fn edge_projection(feedback: bool) -> EdgeProjection {
         EdgeProjection::Only(if feedback { &["feedback_weight"] } else { &[] })
@@ -561,16 +577,12 @@ impl Ranking<'_> {
         if let Some(fast) = self.fast {
             return fast.whole_sketch(dataset).await;
         }
-        let mut graph = self.store.get_graph(dataset).await?;
-        graph.nodes.sort_by_key(|n| n.id);
-        let known: std::collections::HashSet<Uuid> = graph.nodes.iter().map(|n| n.id).collect();
-        graph.edges.retain(|e| known.contains(&e.source_node_id) && known.contains(&e.target_node_id));
-        graph.edges.sort_by_key(Edge::key);
+        let graph = self.store.get_graph(dataset).await?;
         let mut sketch = Sketch::of(&graph, false);
         for n in &mut sketch.nodes {
             n.importance_weight = n.importance_weight.take().filter(|v| !v.is_null());
         }
-        Ok(sketch)
+        Ok(sketch.in_whole_dataset_order())
     }
 
     pub async fn sketch_between(&self, dataset: DatasetId, seeds: &[Uuid], feedback: bool) -> Result<Sketch> {
