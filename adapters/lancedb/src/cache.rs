@@ -296,6 +296,22 @@ impl FlatIndex {
         Some(Ranked(self.distance(query, row), id, row))
     }
 
+    /// The best `limit` of the candidates a first pass kept, by their exact
+    /// distance, best first (ties by id, as [`Self::scan`] ranks).
+    fn rescored(
+        &self,
+        query: &[f32],
+        candidates: Vec<(f64, usize, Uuid)>,
+        limit: usize,
+        filter: Option<&NodeSetFilter>,
+    ) -> Vec<(f64, usize)> {
+        let mut best: Vec<Ranked> =
+            candidates.into_iter().filter_map(|(_, row, id)| self.rescore(query, (row, id), filter)).collect();
+        best.sort_unstable();
+        best.truncate(limit);
+        best.into_iter().map(|Ranked(score, _, row)| (score, row)).collect()
+    }
+
     /// A row's exact cosine distance to a unit query: the one computation
     /// behind both the exact scan and the re-scoring, so both rank alike.
     fn distance(&self, query: &[f32], row: usize) -> f64 {
@@ -357,6 +373,18 @@ impl QuantizedQuery {
 struct Estimates {
     lowers: Vec<f64>,
     candidates: Vec<(f64, usize, Uuid)>,
+}
+
+/// The candidates of a first pass that can reach the top `limit`: those
+/// whose upper bound reaches the `limit`-th best lower bound over all the
+/// pass's rows (a floor of the `limit`-th exact similarity).
+fn survivors(lowers: &mut [f64], mut candidates: Vec<(f64, usize, Uuid)>, limit: usize) -> Vec<(f64, usize, Uuid)> {
+    if limit > 0 && lowers.len() >= limit {
+        lowers.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+        let floor = lowers[limit - 1];
+        candidates.retain(|c| c.0 >= floor);
+    }
+    candidates
 }
 
 /// A cached collection: every dataset's rows.
@@ -431,21 +459,27 @@ impl CollectionCache {
         if rows == 0 || limit == Some(0) {
             return Vec::new();
         }
+        let quantized_limit = limit.filter(|_| !query.iter().all(|x| *x == 0.0));
         if rows <= ROWS_PER_TASK {
+            // One task's rows: searched here, through the codes when a limit
+            // lets the first pass leave rows out.
             let datasets = self.read();
             let Some(index) = datasets.get(&dataset) else { return Vec::new() };
-            return index
-                .scan(&query, 0..index.len(), limit, filter.as_ref())
-                .into_iter()
-                .map(|h| index.hit(h, payloads))
-                .collect();
+            let filter = filter.as_ref();
+            let best = match quantized_limit {
+                Some(limit) => {
+                    let Estimates { mut lowers, candidates } =
+                        index.estimate(&QuantizedQuery::new(&query), 0..index.len(), limit, filter);
+                    index.rescored(&query, survivors(&mut lowers, candidates, limit), limit, filter)
+                }
+                None => index.scan(&query, 0..index.len(), limit, filter),
+            };
+            return best.into_iter().map(|h| index.hit(h, payloads)).collect();
         }
         let filter = Arc::new(filter);
-        match limit {
-            Some(limit) if !query.iter().all(|x| *x == 0.0) => {
-                self.quantized_search(dataset, query, rows, limit, filter, payloads).await
-            }
-            _ => self.split_scan(dataset, query, rows, limit, filter, payloads).await,
+        match quantized_limit {
+            Some(limit) => self.quantized_search(dataset, query, rows, limit, filter, payloads).await,
+            None => self.split_scan(dataset, query, rows, limit, filter, payloads).await,
         }
     }
 
@@ -510,25 +544,14 @@ impl CollectionCache {
             lowers.extend(part.lowers);
             candidates.extend(part.candidates);
         }
-        let floor = if lowers.len() >= limit {
-            lowers.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-            lowers[limit - 1]
-        } else {
-            f64::NEG_INFINITY
-        };
-        candidates.retain(|c| c.0 >= floor);
+        let candidates = survivors(&mut lowers, candidates, limit);
         tracing::trace!(rows, limit, rescored = candidates.len(), "int8 first pass");
         let cache = Arc::clone(self);
         let rescored = tokio::task::spawn_blocking(move || {
             let datasets = cache.read();
             let Some(index) = datasets.get(&dataset) else { return Vec::new() };
-            let mut best: Vec<Ranked> = candidates
-                .into_iter()
-                .filter_map(|(_, row, id)| index.rescore(&query, (row, id), filter.as_ref().as_ref()))
-                .collect();
-            best.sort_unstable();
-            best.truncate(limit);
-            best.into_iter().map(|Ranked(score, _, row)| index.hit((score, row), payloads)).collect()
+            let best = index.rescored(&query, candidates, limit, filter.as_ref().as_ref());
+            best.into_iter().map(|h| index.hit(h, payloads)).collect()
         });
         // A re-scoring cannot panic on stored data.
         rescored.await.unwrap_or_default()
@@ -633,12 +656,18 @@ mod tests {
 
     /// The int8 first pass never changes a result: near-duplicate clusters,
     /// exact ties (ranked by id), zero rows and node-set filters give the
-    /// exhaustive scan's ids and scores, bit for bit.
+    /// exhaustive scan's ids and scores, bit for bit, both when one task's
+    /// rows are searched in place and when the pass is split across tasks.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn quantized_search_equals_exhaustive_scan() {
+        for n in [3_007, ROWS_PER_TASK * 2 + 7] {
+            quantized_search_of(n).await;
+        }
+    }
+
+    async fn quantized_search_of(n: usize) {
         let ds = DatasetId(Uuid::from_u128(7));
         let dims = 384;
-        let n = ROWS_PER_TASK * 2 + 7;
         let rows: Vec<(DatasetId, CachedRow)> = (0..n as u64)
             .map(|i| {
                 let mut v = vector(i % 40, dims);
@@ -664,7 +693,7 @@ mod tests {
                     let top = cache.search(ds, &q, Some(k), filter.clone(), true).await;
                     let want: Vec<(Uuid, f64)> = all.iter().take(k).map(|h| (h.id, h.score)).collect();
                     let got: Vec<(Uuid, f64)> = top.iter().map(|h| (h.id, h.score)).collect();
-                    assert_eq!(got, want, "probe {probe}, k {k}, filter {filter:?}");
+                    assert_eq!(got, want, "{n} rows, probe {probe}, k {k}, filter {filter:?}");
                 }
             }
         }
