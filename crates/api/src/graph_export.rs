@@ -166,9 +166,12 @@ impl GraphWriter {
     fn item(&mut self, out: &mut String, value: &impl Serialize) {
         out.push_str(if self.wrote_item { ",\n" } else { "\n" });
         self.buffer.clear();
-        // Serialising a map of JSON values into memory cannot fail.
+        // Serialising a map of JSON values into memory cannot fail, and
+        // serde_json writes UTF-8 only.
         if serde_json::to_writer(&mut self.buffer, value).is_ok() {
-            out.push_str(&String::from_utf8_lossy(&self.buffer));
+            if let Ok(text) = std::str::from_utf8(&self.buffer) {
+                out.push_str(text);
+            }
         }
         self.wrote_item = true;
     }
