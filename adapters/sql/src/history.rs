@@ -8,11 +8,11 @@
 use std::sync::{Arc, OnceLock};
 
 use recall_core::{now_millis, RecallError, Result, SearchRecord};
-use sea_orm::{ConnectionTrait, TransactionTrait};
+use sea_orm::{ConnectionTrait, TransactionTrait, Value};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::{db_err, SqlDatabase};
+use crate::{db_err, placeholders, SqlDatabase};
 
 /// Records committed in one transaction at most: a burst is split so no
 /// transaction holds the write lock for long.
@@ -64,42 +64,51 @@ async fn write_batches(db: SqlDatabase, mut queue: mpsc::UnboundedReceiver<Pendi
     }
 }
 
+/// Rows per multi-row INSERT: six parameters a row keeps a statement far
+/// under SQLite's (32 766) and Postgres's (65 535) parameter limits.
+const ROWS_PER_INSERT: usize = 1_000;
+
 /// One transaction: per record, a `queries` row and a `results` row for
-/// each answer.
+/// each answer, written as one multi-row INSERT per table (per
+/// [`ROWS_PER_INSERT`] rows), so a batch costs the same round trips as one
+/// record.
 async fn insert(db: &SqlDatabase, records: &[&SearchRecord]) -> Result<()> {
     let now = now_millis();
-    let txn = db.conn.begin().await.map_err(db_err)?;
+    let mut queries: Vec<[Value; 6]> = Vec::new();
+    let mut results: Vec<[Value; 6]> = Vec::new();
     for record in records {
         let user = record.user_id.to_string();
         for (dataset, answer) in &record.answers {
-            let query_id = Uuid::now_v7();
+            let query_id = Uuid::now_v7().to_string();
             let dataset = dataset.map(|d| d.to_string());
-            txn.execute_raw(db.stmt(
-                "INSERT INTO queries (id, text, query_type, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                vec![
-                    query_id.to_string().into(),
-                    record.query_text.clone().into(),
-                    record.query_type.clone().into(),
-                    user.clone().into(),
-                    dataset.clone().into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
-            txn.execute_raw(db.stmt(
-                "INSERT INTO results (id, value, query_id, user_id, dataset_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                vec![
-                    Uuid::now_v7().to_string().into(),
-                    answer.clone().into(),
-                    query_id.to_string().into(),
-                    user.clone().into(),
-                    dataset.into(),
-                    now.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
+            queries.push([
+                query_id.clone().into(),
+                record.query_text.clone().into(),
+                record.query_type.clone().into(),
+                user.clone().into(),
+                dataset.clone().into(),
+                now.into(),
+            ]);
+            results.push([
+                Uuid::now_v7().to_string().into(),
+                answer.clone().into(),
+                query_id.into(),
+                user.clone().into(),
+                dataset.into(),
+                now.into(),
+            ]);
+        }
+    }
+    let txn = db.conn.begin().await.map_err(db_err)?;
+    let tables = [
+        ("INSERT INTO queries (id, text, query_type, user_id, dataset_id, created_at) VALUES ", queries),
+        ("INSERT INTO results (id, value, query_id, user_id, dataset_id, created_at) VALUES ", results),
+    ];
+    for (head, rows) in tables {
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let sql = format!("{head}{}", placeholders(chunk.len(), 6));
+            let values = chunk.iter().flat_map(|row| row.iter().cloned()).collect();
+            txn.execute_raw(db.stmt(&sql, values)).await.map_err(db_err)?;
         }
     }
     txn.commit().await.map_err(db_err)
