@@ -105,10 +105,12 @@ async fn insert(db: &SqlDatabase, records: &[&SearchRecord]) -> Result<()> {
         ("INSERT INTO results (id, value, query_id, user_id, dataset_id, created_at) VALUES ", results),
     ];
     for (head, rows) in tables {
-        for chunk in rows.chunks(ROWS_PER_INSERT) {
+        // The rows move into their statements: no value is copied.
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            let chunk: Vec<[Value; 6]> = rows.by_ref().take(ROWS_PER_INSERT).collect();
             let sql = format!("{head}{}", placeholders(chunk.len(), 6));
-            let values = chunk.iter().flat_map(|row| row.iter().cloned()).collect();
-            txn.execute_raw(db.stmt(&sql, values)).await.map_err(db_err)?;
+            txn.execute_raw(db.stmt(&sql, chunk.into_iter().flatten().collect())).await.map_err(db_err)?;
         }
     }
     txn.commit().await.map_err(db_err)
