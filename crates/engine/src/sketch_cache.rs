@@ -4,11 +4,12 @@
 //!
 //! A search asks for the sketch at the version it runs at. When the cache
 //! has it, the search uses it; otherwise the search reads the store as
-//! before, and from the second ask at that version the cache loads it in the
-//! background, one load at a time for the whole process. Every write moves the data version (before and
-//! after it writes), so a sketch read mid-write is never used past the
-//! write's end; while a write is unfinished its rows are quarantined, and a
-//! search of a dataset with quarantined rows never uses the cache.
+//! before, and from the second ask at that version the cache loads it in
+//! the background, one load at a time for the whole process. Every write
+//! moves the data version (before and after it writes), so a sketch read
+//! mid-write is never used past the write's end; while a write is
+//! unfinished its rows are quarantined, and a search of a dataset with
+//! quarantined rows never uses the cache.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
