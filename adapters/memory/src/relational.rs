@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use recall_core::ports::{
     CredentialStore, DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore,
-    SearchHistoryStore, UserStore,
+    ScopeRead, SearchHistoryStore, UserStore,
 };
 use recall_core::{
     ids, now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, EpochMillis, Grant, HistoryRow,
@@ -39,6 +39,43 @@ pub struct MemoryRelationalStore {
 impl MemoryRelationalStore {
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+impl State {
+    fn owned_by_name(&self, owner: &User, names: &[String]) -> Vec<Dataset> {
+        self.datasets
+            .values()
+            .filter(|d| d.owner_id == owner.id && d.tenant_id == owner.tenant_id && names.contains(&d.name))
+            .cloned()
+            .collect()
+    }
+
+    fn accessible(&self, user: &User) -> Vec<DatasetAccess> {
+        let mut out: Vec<DatasetAccess> = self
+            .datasets
+            .values()
+            .filter(|d| d.tenant_id == user.tenant_id)
+            .filter_map(|d| {
+                let permissions: Vec<Permission> =
+                    Permission::ALL.into_iter().filter(|p| self.acls.contains(&(d.id, user.id, *p))).collect();
+                (!permissions.is_empty()).then(|| DatasetAccess { dataset: d.clone(), permissions })
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            a.dataset.created_at.cmp(&b.dataset.created_at).then_with(|| a.dataset.name.cmp(&b.dataset.name))
+        });
+        out
+    }
+
+    fn data_versions<'a>(&self, datasets: impl Iterator<Item = &'a DatasetId>) -> DataVersions {
+        DataVersions {
+            store: self.store_version,
+            datasets: datasets
+                .filter(|d| self.datasets.contains_key(d))
+                .map(|d| (*d, self.versions.get(d).copied().unwrap_or(0)))
+                .collect(),
+        }
     }
 }
 
@@ -92,31 +129,11 @@ impl DatasetStore for MemoryRelationalStore {
     }
 
     async fn owned_datasets_by_name(&self, owner: &User, names: &[String]) -> Result<Vec<Dataset>> {
-        let state = self.state.read().await;
-        Ok(state
-            .datasets
-            .values()
-            .filter(|d| d.owner_id == owner.id && d.tenant_id == owner.tenant_id && names.contains(&d.name))
-            .cloned()
-            .collect())
+        Ok(self.state.read().await.owned_by_name(owner, names))
     }
 
     async fn accessible_datasets(&self, user: &User) -> Result<Vec<DatasetAccess>> {
-        let state = self.state.read().await;
-        let mut out: Vec<DatasetAccess> = state
-            .datasets
-            .values()
-            .filter(|d| d.tenant_id == user.tenant_id)
-            .filter_map(|d| {
-                let permissions: Vec<Permission> =
-                    Permission::ALL.into_iter().filter(|p| state.acls.contains(&(d.id, user.id, *p))).collect();
-                (!permissions.is_empty()).then(|| DatasetAccess { dataset: d.clone(), permissions })
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            a.dataset.created_at.cmp(&b.dataset.created_at).then_with(|| a.dataset.name.cmp(&b.dataset.name))
-        });
-        Ok(out)
+        Ok(self.state.read().await.accessible(user))
     }
 
     async fn grant(&self, dataset: DatasetId, principal: Uuid, permission: Permission) -> Result<()> {
@@ -130,15 +147,19 @@ impl DatasetStore for MemoryRelationalStore {
     }
 
     async fn data_versions(&self, datasets: &[DatasetId]) -> Result<DataVersions> {
+        Ok(self.state.read().await.data_versions(datasets.iter()))
+    }
+
+    async fn scope_read(&self, user: &User, names: &[String], permission: Permission) -> Result<ScopeRead> {
         let state = self.state.read().await;
-        Ok(DataVersions {
-            store: state.store_version,
-            datasets: datasets
-                .iter()
-                .filter(|d| state.datasets.contains_key(d))
-                .map(|d| (*d, state.versions.get(d).copied().unwrap_or(0)))
-                .collect(),
-        })
+        let permitted: Vec<Dataset> =
+            state.accessible(user).into_iter().filter(|a| a.allows(permission)).map(|a| a.dataset).collect();
+        let named = state.owned_by_name(user, names);
+        let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let versions = state.data_versions(ids.iter());
+        Ok(ScopeRead { permitted, named, versions })
     }
 
     async fn bump_data_version(&self, dataset: DatasetId, seen: Option<u64>) -> Result<DataVersionBump> {

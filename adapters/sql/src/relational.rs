@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use recall_core::ports::{
     CredentialStore, DataStore, DataVersionBump, DataVersions, DatasetStore, PipelineRunStore, RelationalStore,
-    SearchHistoryStore, UserStore,
+    ScopeRead, SearchHistoryStore, UserStore,
 };
 use recall_core::{
     ids, now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetAccess, DatasetId, EpochMillis, Grant,
@@ -303,6 +303,51 @@ impl DatasetStore for SqlRelationalStore {
                 out.datasets.push((DatasetId(id), version));
             }
         }
+        Ok(out)
+    }
+
+    async fn scope_read(&self, user: &User, names: &[String], permission: Permission) -> Result<ScopeRead> {
+        // One statement, so one snapshot: the store's row, the permitted
+        // datasets, then the user's own datasets by name, each with its version.
+        let mut sql = String::from(
+            "SELECT 'store' AS kind, NULL AS id, NULL AS name, NULL AS owner_id, NULL AS tenant_id, \
+             NULL AS created_at, version FROM store_version WHERE id = 1 \
+             UNION ALL SELECT 'permitted', d.id, d.name, d.owner_id, d.tenant_id, d.created_at, d.data_version \
+             FROM datasets d JOIN acls a ON a.dataset_id = d.id WHERE a.principal_id = $1 AND a.permission = $2",
+        );
+        if !names.is_empty() {
+            sql.push_str(&format!(
+                " UNION ALL SELECT 'named', {DATASET_COLS}, data_version FROM datasets \
+                 WHERE owner_id = $1 AND name IN ({})",
+                in_list(3, names.len())
+            ));
+        }
+        let mut values: Vec<Value> = vec![user.id.to_string().into(), permission.as_str().into()];
+        values.extend(names.iter().map(|n| Value::from(n.clone())));
+        let mut out = ScopeRead::default();
+        for row in &self.query(&sql, values).await? {
+            let kind: String = row.try_get("", "kind").map_err(db_err)?;
+            let version = version_col(row)?;
+            if kind == "store" {
+                out.versions.store = version;
+                continue;
+            }
+            let dataset = dataset_from_row(row)?;
+            if dataset.tenant_id != user.tenant_id {
+                continue;
+            }
+            if !out.versions.datasets.iter().any(|(id, _)| *id == dataset.id) {
+                out.versions.datasets.push((dataset.id, version));
+            }
+            if kind == "named" {
+                out.named.push(dataset);
+            } else {
+                out.permitted.push(dataset);
+            }
+        }
+        let order = |a: &Dataset, b: &Dataset| (a.created_at, &a.name, a.id).cmp(&(b.created_at, &b.name, b.id));
+        out.permitted.sort_by(order);
+        out.named.sort_by(order);
         Ok(out)
     }
 

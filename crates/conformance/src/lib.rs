@@ -1152,6 +1152,12 @@ async fn data_versions_conformance(datasets: &dyn DatasetStore, docs: &Dataset, 
     assert_eq!((bump.version, bump.unseen_writes), (s0 + 1, false));
     let now = datasets.data_versions(&[docs.id, notes.id]).await.unwrap();
     assert_eq!((now.store, version_of(&now, docs.id), version_of(&now, notes.id)), (s0 + 1, Some(s0 + 1), Some(0)));
+    let owner = User { id: docs.owner_id, email: "owner".into(), tenant_id: docs.tenant_id };
+    let read = datasets.scope_read(&owner, &["notes".into()], Permission::Read).await.unwrap();
+    assert_eq!(read.versions.store, s0 + 1, "{read:?}");
+    assert_eq!(version_of(&read.versions, docs.id), Some(s0 + 1), "a bump is seen by the next scope read");
+    assert_eq!(read.named, vec![notes.clone()]);
+    assert_scope_read(datasets, &owner, &["notes"], Permission::Read).await;
 
     // A writer that missed the last bump is told so.
     let stale = datasets.bump_data_version(notes.id, Some(s0)).await.unwrap();
@@ -1174,6 +1180,29 @@ async fn data_versions_conformance(datasets: &dyn DatasetStore, docs: &Dataset, 
     let end = datasets.data_versions(&[docs.id]).await.unwrap();
     assert_eq!(end.store, before + 17);
     assert_eq!(version_of(&end, docs.id), versions.last().copied());
+}
+
+/// [`DatasetStore::scope_read`] answers what its three parts answer: the
+/// permitted datasets in order, the user's own datasets among `names`, and
+/// the data versions of the store and of each of those datasets.
+async fn assert_scope_read(datasets: &dyn DatasetStore, user: &User, names: &[&str], permission: Permission) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let read = datasets.scope_read(user, &names, permission).await.unwrap();
+    let permitted = datasets.permitted_datasets(user, permission).await.unwrap();
+    assert_eq!(read.permitted, permitted, "{permission} for {}", user.email);
+    let mut named = datasets.owned_datasets_by_name(user, &names).await.unwrap();
+    let mut got_named = read.named.clone();
+    named.sort_by_key(|d| d.id);
+    got_named.sort_by_key(|d| d.id);
+    assert_eq!(got_named, named, "{names:?} for {}", user.email);
+    let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut expected = datasets.data_versions(&ids).await.unwrap();
+    let mut got = read.versions;
+    expected.datasets.sort_unstable();
+    got.datasets.sort_unstable();
+    assert_eq!(got, expected, "the versions of {ids:?}");
 }
 
 /// Grant rows: owners hold all four permissions; grants to another user are
@@ -1209,7 +1238,11 @@ async fn grants_conformance(
     {
         let got = datasets.permitted_datasets(stranger, permission).await.unwrap();
         assert_eq!(got.len(), expected, "{permission}: {got:?}");
+        assert_scope_read(datasets, stranger, &["docs", "notes", "missing"], permission).await;
     }
+    let read = datasets.scope_read(stranger, &["docs".into()], Permission::Read).await.unwrap();
+    assert_eq!(read.named, vec![theirs.clone()], "a shared dataset never answers to a name");
+    assert_eq!(read.permitted.len(), 2, "{read:?}");
     assert!(!datasets.permitted_datasets(stranger, Permission::Read).await.unwrap().contains(notes));
     let mut expected_grants: Vec<Grant> = Permission::ALL
         .into_iter()
@@ -1234,6 +1267,10 @@ async fn grants_conformance(
     datasets.revoke(docs.id, stranger.id, Permission::Write).await.unwrap();
     let view = datasets.accessible_datasets(stranger).await.unwrap();
     assert!(view.iter().all(|a| a.dataset.id != docs.id), "no grant left, no access: {view:?}");
+    let read = datasets.scope_read(stranger, &[], Permission::Read).await.unwrap();
+    assert_eq!(read.permitted, vec![theirs.clone()], "a revoke is seen by the next read");
+    assert_scope_read(datasets, stranger, &[], Permission::Write).await;
+    assert_scope_read(datasets, owner, &["docs", "notes", "docs"], Permission::Share).await;
     assert_eq!(datasets.accessible_datasets(owner).await.unwrap(), owner_view, "the owner's grants are untouched");
 
     // get_users finds existing users only.

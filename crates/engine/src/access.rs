@@ -63,9 +63,7 @@ impl Engine {
         ids: &[DatasetId],
         permission: Permission,
     ) -> Result<Vec<Dataset>> {
-        let permitted = self.permitted(user, permission).await?;
-        pick_in_order(ids, |id| permitted.iter().find(|d| d.id == *id))
-            .ok_or_else(|| RecallError::permission_denied(permission))
+        pick_ids(&self.permitted(user, permission).await?, ids, permission)
     }
 
     /// Names, strictly among the caller's own datasets: every name that
@@ -77,16 +75,9 @@ impl Engine {
         names: &[String],
         permission: Permission,
     ) -> Result<Vec<Dataset>> {
-        let found = self.relational.datasets.owned_datasets_by_name(user, names).await?;
-        let mut seen = HashSet::new();
-        let missing: Vec<String> =
-            names.iter().filter(|n| seen.insert(n.as_str()) && !found.iter().any(|d| &d.name == *n)).cloned().collect();
-        if !missing.is_empty() {
-            return Err(RecallError::DatasetNotFound { missing });
-        }
-        let ids: Vec<DatasetId> =
-            names.iter().filter_map(|n| found.iter().find(|d| &d.name == n)).map(|d| d.id).collect();
-        self.authorize_ids(user, &ids, permission).await
+        let named = self.relational.datasets.owned_datasets_by_name(user, names).await?;
+        check_names_found(&named, names)?;
+        pick_names(&named, &self.permitted(user, permission).await?, names, permission)
     }
 
     /// The datasets a search reads (recall's graph lane, the legacy search):
@@ -95,27 +86,38 @@ impl Engine {
     /// between the warm-up marker and [`RecallError::no_permission_on_any`]).
     /// An empty name list means "every readable one" too, but a caller who
     /// can read nothing gets `DatasetNotFoundError` ("No datasets found.").
+    ///
+    /// One read of the store ([`recall_core::ports::DatasetStore::scope_read`])
+    /// gives the grants, the named datasets and their data versions, so a
+    /// revoke is seen by the next search, in any process; the versions are
+    /// observed as [`Engine::observe_data_versions`] would.
     pub(crate) async fn readable_scope(
         &self,
         user: &User,
         names: Option<&[String]>,
         ids: Option<&[DatasetId]>,
     ) -> Result<Vec<Dataset>> {
-        if let Some(ids) = ids.filter(|ids| !ids.is_empty()) {
-            return self.authorize_ids(user, ids, Permission::Read).await;
-        }
-        match names {
-            Some([]) => {
-                let readable = self.permitted(user, Permission::Read).await?;
-                if readable.is_empty() {
-                    Err(RecallError::DatasetNotFound { missing: vec![] })
-                } else {
-                    Ok(readable)
-                }
+        let ids = ids.filter(|ids| !ids.is_empty());
+        let names_to_read = match (ids, names) {
+            (None, Some(names)) => names,
+            _ => &[],
+        };
+        let read = self.relational.datasets.scope_read(user, names_to_read, Permission::Read).await?;
+        self.observe(read.versions).await?;
+        let scope = match (ids, names) {
+            (Some(ids), _) => pick_ids(&read.permitted, ids, Permission::Read)?,
+            (None, Some([])) if read.permitted.is_empty() => {
+                return Err(RecallError::DatasetNotFound { missing: vec![] })
             }
-            Some(names) => self.resolve_names(user, names, Permission::Read).await,
-            None => self.permitted(user, Permission::Read).await,
-        }
+            (None, Some([]) | None) => read.permitted,
+            (None, Some(names)) => {
+                check_names_found(&read.named, names)?;
+                pick_names(&read.named, &read.permitted, names, Permission::Read)?
+            }
+        };
+        let scope_ids: Vec<DatasetId> = scope.iter().map(|d| d.id).collect();
+        self.read_quarantine(&scope_ids).await?;
+        Ok(scope)
     }
 
     /// One dataset for an operation that needs `permission`: a name among the
@@ -204,6 +206,38 @@ fn check_same_tenant(dataset: &Dataset, grantee: &User) -> Result<()> {
             grantee.email, dataset.name
         )))
     }
+}
+
+/// Every name must match one of the caller's own datasets (`named`):
+/// those that match none are listed in one 404, each once, in request order.
+fn check_names_found(named: &[Dataset], names: &[String]) -> Result<()> {
+    let mut seen = HashSet::new();
+    let missing: Vec<String> =
+        names.iter().filter(|n| seen.insert(n.as_str()) && !named.iter().any(|d| &d.name == *n)).cloned().collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(RecallError::DatasetNotFound { missing })
+    }
+}
+
+/// The named datasets in request order, each of which must be among
+/// `permitted` (else 403).
+fn pick_names(
+    named: &[Dataset],
+    permitted: &[Dataset],
+    names: &[String],
+    permission: Permission,
+) -> Result<Vec<Dataset>> {
+    let ids: Vec<DatasetId> = names.iter().filter_map(|n| named.iter().find(|d| &d.name == n)).map(|d| d.id).collect();
+    pick_ids(permitted, &ids, permission)
+}
+
+/// The datasets of `ids` in request order, each once; each must be among
+/// `permitted` (else 403, the same for an id that does not exist).
+fn pick_ids(permitted: &[Dataset], ids: &[DatasetId], permission: Permission) -> Result<Vec<Dataset>> {
+    pick_in_order(ids, |id| permitted.iter().find(|d| d.id == *id))
+        .ok_or_else(|| RecallError::permission_denied(permission))
 }
 
 /// `pick(id)` for each id in order, each dataset once; `None` as soon as one is missing.

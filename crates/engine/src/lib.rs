@@ -348,17 +348,22 @@ impl Engine {
     /// when the store moved past what this process knows, another process
     /// wrote, and the vector store drops what it holds in memory.
     pub(crate) async fn observe_data_versions(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
-        let versions = self.relational.datasets.data_versions(datasets).await?;
+        self.observe(self.relational.datasets.data_versions(datasets).await?).await?;
+        self.read_quarantine(datasets).await
+    }
+
+    /// Records versions just read; a store version past what this process
+    /// knows means another process wrote.
+    pub(crate) async fn observe(&self, versions: recall_core::ports::DataVersions) -> Result<()> {
         let seen = self.versions.store_seen();
         self.versions.record(versions.store, versions.datasets);
-        self.refresh_if(seen.is_some_and(|seen| versions.store > seen)).await?;
-        self.read_quarantine(datasets).await
+        self.refresh_if(seen.is_some_and(|seen| versions.store > seen)).await
     }
 
     /// Re-reads the quarantine of the datasets whose data version moved
     /// since it was last read: every write that quarantines bumps the
     /// version first, so an unchanged version means an unchanged quarantine.
-    async fn read_quarantine(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
+    pub(crate) async fn read_quarantine(&self, datasets: &[recall_core::DatasetId]) -> Result<()> {
         for dataset in datasets {
             let version = self.data_version(*dataset);
             let read_at = self.versions.hidden.lock().ok().and_then(|m| m.get(dataset).map(|(v, _)| *v));

@@ -872,6 +872,22 @@ pub trait DatasetStore: Send + Sync {
     /// exist is left out). See [`DataVersions`].
     async fn data_versions(&self, datasets: &[DatasetId]) -> Result<DataVersions>;
 
+    /// What a search needs to know about its datasets, read at one point in
+    /// time: the datasets `user` holds `permission` on (as
+    /// [`DatasetStore::permitted_datasets`]), the user's own datasets among
+    /// `names` (as [`DatasetStore::owned_datasets_by_name`]), and the data
+    /// versions of the store and of each of those datasets. A store should
+    /// answer it with one read: every search makes it.
+    async fn scope_read(&self, user: &User, names: &[String], permission: crate::Permission) -> Result<ScopeRead> {
+        let permitted = self.permitted_datasets(user, permission).await?;
+        let named = self.owned_datasets_by_name(user, names).await?;
+        let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let versions = self.data_versions(&ids).await?;
+        Ok(ScopeRead { permitted, named, versions })
+    }
+
     /// Records a write to `dataset`, in one transaction: the store version
     /// goes up by one and the dataset is stamped with the new value (a
     /// dataset row that is gone is left alone). `seen` is the store version
@@ -894,6 +910,17 @@ pub trait DatasetStore: Send + Sync {
 pub struct DataVersions {
     pub store: u64,
     pub datasets: Vec<(DatasetId, u64)>,
+}
+
+/// The answer of [`DatasetStore::scope_read`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeRead {
+    /// The datasets the user holds the permission on, oldest first.
+    pub permitted: Vec<Dataset>,
+    /// The user's own datasets among the names asked for, permitted or not.
+    pub named: Vec<Dataset>,
+    /// The store's version and that of every dataset above, each once.
+    pub versions: DataVersions,
 }
 
 /// The outcome of [`DatasetStore::bump_data_version`].

@@ -55,10 +55,8 @@ impl Engine {
         }
 
         let started = Instant::now();
-        let readable = self.resolve_datasets(user, request).await?;
         // Before any vector read: another process's writes become visible.
-        let ids: Vec<DatasetId> = readable.iter().map(|d| d.id).collect();
-        self.observe_data_versions(&ids).await?;
+        let readable = self.resolve_datasets(user, request).await?;
         run.time("resolve_datasets", started);
 
         let started = Instant::now();

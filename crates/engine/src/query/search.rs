@@ -203,8 +203,6 @@ impl Engine {
         recall.validate()?;
         events.report(|| RecallEvent::Stage { stage: Stage::Retrieving });
         let datasets = self.resolve_datasets(user, &recall).await?;
-        let ids: Vec<DatasetId> = datasets.iter().map(|d| d.id).collect();
-        self.observe_data_versions(&ids).await?;
         if datasets.is_empty() {
             return Err(RecallError::no_permission_on_any(Permission::Read));
         }
