@@ -4,7 +4,7 @@
 //! Not a test; run it in release:
 //!
 //!     cargo run --release --bin recall-bench -- [--chunks 2400] [--queries 200] [--data-dir DIR]
-//!         [--vector-cache-mb MiB]
+//!         [--vector-cache-mb MiB] [--db-url postgres://…]
 //!
 //! With `--data-dir`, the store is kept there: a later run with the same
 //! directory skips the ingestion and measures the queries only.
@@ -133,6 +133,39 @@ fn arg_str(name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
+/// A field of `/proc/self/status` in KiB (`RssAnon`, `VmHWM`); `None` off Linux.
+fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
+    line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// The peak of the process's anonymous memory (`RssAnon`: heap and stacks,
+/// not the database files SQLite and LanceDB map, which the kernel reclaims
+/// like any cached file), sampled every 50 ms on a thread of its own.
+struct AnonPeak(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl AnonPeak {
+    fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let sampled = peak.clone();
+        std::thread::spawn(move || loop {
+            if let Some(kib) = status_kib("RssAnon") {
+                sampled.fetch_max(kib, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        });
+        AnonPeak(peak)
+    }
+
+    /// The peak since the last take, in MiB; starts the next period.
+    fn take_mib(&self) -> u64 {
+        let now = status_kib("RssAnon").unwrap_or(0);
+        self.0.swap(now, std::sync::atomic::Ordering::Relaxed).max(now) >> 10
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -164,7 +197,13 @@ async fn main() -> recall_core::Result<()> {
         let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;
         settings.vector_cache_mb = Some(mb);
     }
+    // A Postgres URL puts the relational store and the graph there (the
+    // vectors stay in LanceDB under the data directory).
+    if let Some(url) = arg_str("--db-url") {
+        settings.db_url = url.into();
+    }
     println!("search cache budget: {} MiB", settings.vector_cache_bytes() >> 20);
+    let anon = AnonPeak::start();
     let (engine, active) = build_engine(&settings, OpenMode::Create).await?;
     println!("adapters: {} | {} | {} | {}", active.relational, active.graph, active.vector, active.embedder);
     let user = recall::caller(&engine, &settings, None, true)
@@ -187,6 +226,11 @@ async fn main() -> recall_core::Result<()> {
             outcome.chunks_written,
             elapsed.as_secs_f64(),
             outcome.chunks_written as f64 / elapsed.as_secs_f64()
+        );
+        println!(
+            "    peak anonymous memory {} MiB (RssAnon; VmHWM {} MiB counts the mapped store files too)",
+            anon.take_mib(),
+            status_kib("VmHWM").unwrap_or(0) >> 10
         );
         outcome.chunks_written
     };
@@ -267,6 +311,7 @@ async fn main() -> recall_core::Result<()> {
     if turns > 0 {
         session_bench(&engine, &user, turns, queries).await?;
     }
+    println!("peak anonymous memory since the ingestion: {} MiB", anon.take_mib());
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
