@@ -155,10 +155,7 @@ impl DatasetStore for MemoryRelationalStore {
         let permitted: Vec<Dataset> =
             state.accessible(user).into_iter().filter(|a| a.allows(permission)).map(|a| a.dataset).collect();
         let named = state.owned_by_name(user, names);
-        let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let versions = state.data_versions(ids.iter());
+        let versions = state.data_versions(ScopeRead::dataset_ids(&permitted, &named).iter());
         Ok(ScopeRead { permitted, named, versions })
     }
 

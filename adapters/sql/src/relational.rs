@@ -336,9 +336,7 @@ impl DatasetStore for SqlRelationalStore {
             if dataset.tenant_id != user.tenant_id {
                 continue;
             }
-            if !out.versions.datasets.iter().any(|(id, _)| *id == dataset.id) {
-                out.versions.datasets.push((dataset.id, version));
-            }
+            out.versions.datasets.push((dataset.id, version));
             if kind == "named" {
                 out.named.push(dataset);
             } else {
@@ -348,6 +346,9 @@ impl DatasetStore for SqlRelationalStore {
         let order = |a: &Dataset, b: &Dataset| (a.created_at, &a.name, a.id).cmp(&(b.created_at, &b.name, b.id));
         out.permitted.sort_by(order);
         out.named.sort_by(order);
+        // A dataset both permitted and named came twice, with one version.
+        out.versions.datasets.sort_unstable();
+        out.versions.datasets.dedup_by_key(|(id, _)| *id);
         Ok(out)
     }
 

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use recall_core::ports::{
     CredentialStore, DataStore, DatasetStore, EdgeKey, EdgeProjection, EmbeddingSpec, GraphStore, Mentions,
-    NodeSetFilter, PipelineRunStore, RelationalStore, SearchHistoryStore, UserStore, VectorRecord, VectorStore,
+    NodeSetFilter, PipelineRunStore, RelationalStore, ScopeRead, SearchHistoryStore, UserStore, VectorRecord,
+    VectorStore,
 };
 use recall_core::{
     now_millis, ApiKey, DataItem, DataStatus, Dataset, DatasetId, Edge, Grant, GraphBuildStatus, NewApiKey, Node,
@@ -1195,9 +1196,7 @@ async fn assert_scope_read(datasets: &dyn DatasetStore, user: &User, names: &[&s
     named.sort_by_key(|d| d.id);
     got_named.sort_by_key(|d| d.id);
     assert_eq!(got_named, named, "{names:?} for {}", user.email);
-    let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
-    ids.sort_unstable();
-    ids.dedup();
+    let ids = ScopeRead::dataset_ids(&permitted, &named);
     let mut expected = datasets.data_versions(&ids).await.unwrap();
     let mut got = read.versions;
     expected.datasets.sort_unstable();

@@ -76,7 +76,6 @@ impl Engine {
         permission: Permission,
     ) -> Result<Vec<Dataset>> {
         let named = self.relational.datasets.owned_datasets_by_name(user, names).await?;
-        check_names_found(&named, names)?;
         pick_names(&named, &self.permitted(user, permission).await?, names, permission)
     }
 
@@ -110,10 +109,7 @@ impl Engine {
                 return Err(RecallError::DatasetNotFound { missing: vec![] })
             }
             (None, Some([]) | None) => read.permitted,
-            (None, Some(names)) => {
-                check_names_found(&read.named, names)?;
-                pick_names(&read.named, &read.permitted, names, Permission::Read)?
-            }
+            (None, Some(names)) => pick_names(&read.named, &read.permitted, names, Permission::Read)?,
         };
         let scope_ids: Vec<DatasetId> = scope.iter().map(|d| d.id).collect();
         self.read_quarantine(&scope_ids).await?;
@@ -208,28 +204,23 @@ fn check_same_tenant(dataset: &Dataset, grantee: &User) -> Result<()> {
     }
 }
 
-/// Every name must match one of the caller's own datasets (`named`):
-/// those that match none are listed in one 404, each once, in request order.
-fn check_names_found(named: &[Dataset], names: &[String]) -> Result<()> {
-    let mut seen = HashSet::new();
-    let missing: Vec<String> =
-        names.iter().filter(|n| seen.insert(n.as_str()) && !named.iter().any(|d| &d.name == *n)).cloned().collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(RecallError::DatasetNotFound { missing })
-    }
-}
-
-/// The named datasets in request order, each of which must be among
-/// `permitted` (else 403).
+/// The named datasets in request order, each once. Every name must match
+/// one of the caller's own datasets (`named`): those that match none are
+/// listed in one 404, each once, in request order. The matches must then be
+/// among `permitted` (else 403).
 fn pick_names(
     named: &[Dataset],
     permitted: &[Dataset],
     names: &[String],
     permission: Permission,
 ) -> Result<Vec<Dataset>> {
-    let ids: Vec<DatasetId> = names.iter().filter_map(|n| named.iter().find(|d| &d.name == n)).map(|d| d.id).collect();
+    let find = |name: &String| named.iter().find(|d| &d.name == name);
+    let mut seen = HashSet::new();
+    let missing: Vec<String> = names.iter().filter(|n| seen.insert(n.as_str()) && find(n).is_none()).cloned().collect();
+    if !missing.is_empty() {
+        return Err(RecallError::DatasetNotFound { missing });
+    }
+    let ids: Vec<DatasetId> = names.iter().filter_map(find).map(|d| d.id).collect();
     pick_ids(permitted, &ids, permission)
 }
 

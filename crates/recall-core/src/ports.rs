@@ -881,10 +881,7 @@ pub trait DatasetStore: Send + Sync {
     async fn scope_read(&self, user: &User, names: &[String], permission: crate::Permission) -> Result<ScopeRead> {
         let permitted = self.permitted_datasets(user, permission).await?;
         let named = self.owned_datasets_by_name(user, names).await?;
-        let mut ids: Vec<DatasetId> = permitted.iter().chain(&named).map(|d| d.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let versions = self.data_versions(&ids).await?;
+        let versions = self.data_versions(&ScopeRead::dataset_ids(&permitted, &named)).await?;
         Ok(ScopeRead { permitted, named, versions })
     }
 
@@ -921,6 +918,17 @@ pub struct ScopeRead {
     pub named: Vec<Dataset>,
     /// The store's version and that of every dataset above, each once.
     pub versions: DataVersions,
+}
+
+impl ScopeRead {
+    /// The ids whose versions a scope read gives: those of `permitted` and
+    /// `named`, sorted, each once.
+    pub fn dataset_ids(permitted: &[Dataset], named: &[Dataset]) -> Vec<DatasetId> {
+        let mut ids: Vec<DatasetId> = permitted.iter().chain(named).map(|d| d.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
 }
 
 /// The outcome of [`DatasetStore::bump_data_version`].
