@@ -201,6 +201,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             credentials: settings.credentials()?,
             improve_feedback_alpha: settings.improve_feedback_alpha,
             tools: tools.clone(),
+            ..EngineConfig::default()
         })
         .sql_connector(Arc::new(recall_sql::SqlToolConnector { statement_timeout: tools.statement_timeout }))
         .build()?;
@@ -287,7 +288,8 @@ pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), Str
 
 #[cfg(feature = "lancedb")]
 async fn build_vector_store(uri: &str, settings: &Settings) -> Result<Arc<dyn VectorStore>> {
-    let store = recall_lancedb::LanceVectorStore::connect(uri).await?;
+    let caches = recall_lancedb::LanceCaches::of_total(settings.lance_cache_bytes());
+    let store = recall_lancedb::LanceVectorStore::connect_with(uri, Vec::new(), caches).await?;
     let threshold = settings.vector_index_threshold;
     Ok(Arc::new(
         store

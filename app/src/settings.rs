@@ -130,6 +130,8 @@ pub struct Settings {
     /// MiB the LanceDB search cache may hold (0: off; unset: see
     /// [`Settings::vector_cache_bytes`]).
     pub vector_cache_mb: Option<usize>,
+    /// MiB Lance's own caches (index parts, manifests, file metadata) may hold.
+    pub lance_cache_mb: usize,
     pub embedding_provider: String,
     pub embedding_model: String,
     pub embedding_endpoint: String,
@@ -351,6 +353,11 @@ impl Settings {
             Some(mb) => mb.saturating_mul(MIB),
             None => available_memory().map_or(1024 * MIB, |bytes| (bytes / 4).max(1024 * MIB)),
         }
+    }
+
+    /// The bytes LanceDB's own caches may hold (`lance_cache_mb`).
+    pub fn lance_cache_bytes(&self) -> usize {
+        self.lance_cache_mb.saturating_mul(1 << 20)
     }
 
     /// The credential settings, checked.
@@ -590,6 +597,19 @@ mod tests {
             jail.set_env("RECALL_VECTOR_CACHE_MB", "300");
             assert_eq!(Settings::load(None, &Overrides::default()).unwrap().vector_cache_bytes(), 300 << 20);
             jail.set_env("RECALL_VECTOR_CACHE_MB", "much");
+            assert!(Settings::load(None, &Overrides::default()).is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
+    fn lances_own_caches_are_bounded_by_default_and_configurable() {
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(Settings::load(None, &Overrides::default()).unwrap().lance_cache_bytes(), 1 << 30);
+            jail.set_env("RECALL_LANCE_CACHE_MB", "64");
+            assert_eq!(Settings::load(None, &Overrides::default()).unwrap().lance_cache_bytes(), 64 << 20);
+            jail.set_env("RECALL_LANCE_CACHE_MB", "-1");
             assert!(Settings::load(None, &Overrides::default()).is_err());
             Ok(())
         });

@@ -734,6 +734,31 @@ async fn writes_follow_as_a_full_build_would(engine: &Engine) {
     }
 }
 
+/// One remember larger than the refresh window refreshes the derived
+/// indexes window by window; the EdgeType counts and the root end as a full
+/// build makes them, and every document has its bucket.
+#[tokio::test]
+async fn a_remember_refreshed_window_by_window_ends_as_a_full_build() {
+    let config = recall_engine::EngineConfig { chunks_per_batch: 1, index_refresh_chunks: 3, ..Default::default() };
+    let engine = memory_builder().config(config).build().unwrap();
+    let user = me(&engine).await;
+    let docs: Vec<RememberInput> = (0..12).map(spread_document).collect();
+    let outcome = engine.remember(&user, "spread", &docs).await.unwrap();
+    assert_eq!(outcome.items_added, 12);
+    let ds = dataset_id(&engine, "spread").await;
+    let (rows, counts) = derived_rows(&engine, ds).await;
+    assert!(!counts.is_empty());
+    engine.improve(&user, &"spread".into(), None).await.unwrap();
+    let (full_rows, full_counts) = derived_rows(&engine, ds).await;
+    assert_eq!(counts, full_counts, "EdgeType counts");
+    let root = root_summary_id(ds);
+    assert!(rows.contains_key(&root));
+    assert_eq!(rows.get(&root), full_rows.get(&root), "the root");
+    for item in engine.relational().data.list_data(ds).await.unwrap() {
+        assert!(rows.contains_key(&recall_engine::bucket_summary_id(ds, item.id)), "{}'s bucket", item.name);
+    }
+}
+
 #[tokio::test]
 async fn writes_follow_the_derived_indexes_in_memory() {
     writes_follow_as_a_full_build_would(&memory_builder().build().unwrap()).await;

@@ -116,6 +116,35 @@ pub struct LanceVectorStore {
 /// rows) until its cache is live.
 pub const DEFAULT_BACKGROUND_LOAD_ROWS: usize = 5_000;
 
+/// The bounds of Lance's own caches: the index cache (opened parts of
+/// vector and scalar indexes) and the metadata cache (manifests, file and
+/// fragment metadata). Lance's defaults (6 GiB and 1 GiB) let a long-lived
+/// process grow by up to 7 GiB: every fold of new rows into a vector index
+/// writes a new index version, every commit a new manifest, and superseded
+/// entries leave only when the cache is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LanceCaches {
+    pub index_bytes: usize,
+    pub metadata_bytes: usize,
+}
+
+impl LanceCaches {
+    /// `total` bytes: three quarters for the index cache, the rest for metadata.
+    pub fn of_total(total: usize) -> Self {
+        let metadata_bytes = total / 4;
+        Self { index_bytes: total - metadata_bytes, metadata_bytes }
+    }
+}
+
+/// The default bound of Lance's caches: 1 GiB.
+pub const DEFAULT_LANCE_CACHE_BYTES: usize = 1 << 30;
+
+impl Default for LanceCaches {
+    fn default() -> Self {
+        Self::of_total(DEFAULT_LANCE_CACHE_BYTES)
+    }
+}
+
 /// The default search cache budget: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
@@ -293,14 +322,25 @@ impl LanceVectorStore {
     /// object-store URI such as `s3://bucket/prefix`, configured by the
     /// standard `AWS_*` variables (docs/backends.md).
     pub async fn connect(uri: &str) -> Result<Self> {
-        Self::connect_with_options(uri, Vec::<(String, String)>::new()).await
+        Self::connect_with(uri, Vec::<(String, String)>::new(), LanceCaches::default()).await
     }
 
     /// [`Self::connect`] with object-store options that take precedence over
     /// the environment (for `s3://`: `aws_endpoint`, `aws_region`,
     /// `aws_access_key_id`, `aws_secret_access_key`, `allow_http`, …).
     pub async fn connect_with_options(uri: &str, options: Vec<(String, String)>) -> Result<Self> {
+        Self::connect_with(uri, options, LanceCaches::default()).await
+    }
+
+    /// [`Self::connect_with_options`] with the bounds of Lance's own caches.
+    pub async fn connect_with(uri: &str, options: Vec<(String, String)>, caches: LanceCaches) -> Result<Self> {
+        let session = lancedb::Session::new(
+            caches.index_bytes,
+            caches.metadata_bytes,
+            Arc::new(lancedb::ObjectStoreRegistry::default()),
+        );
         let conn = lancedb::connect(uri)
+            .session(Arc::new(session))
             .storage_options(options)
             .execute()
             .await

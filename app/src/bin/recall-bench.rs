@@ -4,7 +4,7 @@
 //! Not a test; run it in release:
 //!
 //!     cargo run --release --bin recall-bench -- [--chunks 2400] [--queries 200] [--data-dir DIR]
-//!         [--vector-cache-mb MiB] [--db-url postgres://…]
+//!         [--vector-cache-mb MiB] [--lance-cache-mb MiB] [--db-url postgres://…]
 //!
 //! With `--data-dir`, the store is kept there: a later run with the same
 //! directory skips the ingestion and measures the queries only.
@@ -196,6 +196,11 @@ async fn main() -> recall_core::Result<()> {
     if let Some(mb) = arg_str("--vector-cache-mb") {
         let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;
         settings.vector_cache_mb = Some(mb);
+    }
+    // MiB of Lance's own caches (index parts, manifests).
+    if let Some(mb) = arg_str("--lance-cache-mb") {
+        settings.lance_cache_mb =
+            mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--lance-cache-mb takes MiB"))?;
     }
     // A Postgres URL puts the relational store and the graph there (the
     // vectors stay in LanceDB under the data directory).

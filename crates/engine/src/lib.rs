@@ -53,6 +53,9 @@ pub struct EngineConfig {
     pub raw_data_dir: Option<PathBuf>,
     /// Chunks per cognify batch (Cognee's `chunks_per_batch`).
     pub chunks_per_batch: usize,
+    /// Chunks a remember writes between two refreshes of the derived
+    /// indexes (bounds what one refresh holds; see `INDEX_REFRESH_CHUNKS`).
+    pub index_refresh_chunks: usize,
     /// Chunks extracted concurrently (bounds LLM calls in flight).
     pub extraction_concurrency: usize,
     /// Also embed each relation as a `Triplet_text` row (`TRIPLET_EMBEDDING`).
@@ -92,6 +95,7 @@ impl Default for EngineConfig {
             chunk_size: 512,
             raw_data_dir: None,
             chunks_per_batch: 500,
+            index_refresh_chunks: ingest::cognify::INDEX_REFRESH_CHUNKS,
             extraction_concurrency: 8,
             triplet_embedding: false,
             allow_cypher_query: false,

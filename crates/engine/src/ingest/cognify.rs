@@ -16,7 +16,7 @@ use recall_core::model::collections::{
     TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
-use recall_core::ports::{EdgeProjection, GraphExtractor, Summarizer, VectorRecord};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphExtractor, Summarizer, VectorRecord};
 use recall_core::{
     ids, normalise_entity_name, DataItem, DataPointBase, Dataset, DatasetId, Document, DocumentChunk, Edge,
     KnowledgeGraph, Node, RecallError, Result, Subgraph, TextSummary,
@@ -53,6 +53,13 @@ pub(crate) const TEXT_DOCUMENT_ID: &str = "text_document_id";
 
 /// What a `contains` edge's text starts with when the chunk described the entity.
 pub(crate) const MENTIONS_PREFIX: &str = "Document chunk mentions ";
+
+/// Chunks a remember writes between two refreshes of the derived indexes
+/// (EdgeType counts, the global context index): a refresh reads, embeds and
+/// writes in proportion to what changed since the last one, so refreshing
+/// only at the end made a remember's memory grow with its size (2.3 GiB at
+/// 20 000 chunks in one call).
+pub(crate) const INDEX_REFRESH_CHUNKS: usize = 2_000;
 
 /// Longest merged entity description.
 const MAX_DESCRIPTION: usize = 1000;
@@ -204,10 +211,12 @@ impl BatchGraph {
 
 impl Engine {
     /// Cognifies pending items in batches of about `chunks_per_batch` chunks,
-    /// marking each batch's items completed once all its writes succeed, then
-    /// refreshes the dataset's derived indexes: for the edge texts this run
-    /// wrote, and when `recount_all` (an earlier run was interrupted, and the
-    /// texts it wrote are not known) for every stale one.
+    /// marking each batch's items completed once all its writes succeed, and
+    /// refreshes the dataset's derived indexes for what the batches wrote:
+    /// after every `index_refresh_chunks` chunks ([`INDEX_REFRESH_CHUNKS`] by default) (so a large remember holds
+    /// a window's changes, not the whole run's) and at the end, where, when
+    /// `recount_all` (an earlier run was interrupted, and the texts it wrote
+    /// are not known), every stale edge text is recounted too.
     pub(crate) async fn cognify_pending(
         &self,
         dataset: &Dataset,
@@ -219,6 +228,7 @@ impl Engine {
         let mut change = IndexChange::default();
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
+        let mut since_refresh = 0;
         let budget = self.config.chunks_per_batch.max(1);
         let mut pending = pending.into_iter().peekable();
         while let Some(item) = pending.next() {
@@ -238,6 +248,11 @@ impl Engine {
                 }
                 stats.items += items.len();
                 stats.chunks += written;
+                since_refresh += written;
+                if since_refresh >= self.config.index_refresh_chunks.max(1) && pending.peek().is_some() {
+                    self.refresh_derived_indexes(dataset, &std::mem::take(&mut change), false).await?;
+                    since_refresh = 0;
+                }
             }
         }
         self.refresh_derived_indexes(dataset, &change, recount_all).await?;
@@ -361,7 +376,11 @@ impl Engine {
         for e in entity_type_edges {
             graph.add_edge(e);
         }
-        let existing_relations = self.graph.neighborhood(dataset, &entity_ids, 0, EdgeProjection::All).await?.edges;
+        // The batch's relations the dataset already holds, by key: not every
+        // edge between two of the batch's entities (popular entities have
+        // many, each with its list of asserting documents).
+        let relation_keys: Vec<EdgeKey> = graph.relations.keys().cloned().collect();
+        let existing_relations = self.graph.ranking().get_edges(dataset, &relation_keys, EdgeProjection::All).await?;
         let mut known_relations = HashSet::new();
         for edge in existing_relations {
             let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
