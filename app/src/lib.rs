@@ -201,7 +201,7 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             credentials: settings.credentials()?,
             improve_feedback_alpha: settings.improve_feedback_alpha,
             tools: tools.clone(),
-            ..EngineConfig::default()
+            index_refresh_chunks: recall_engine::INDEX_REFRESH_CHUNKS,
         })
         .sql_connector(Arc::new(recall_sql::SqlToolConnector { statement_timeout: tools.statement_timeout }))
         .build()?;

@@ -26,6 +26,7 @@ pub use credentials::{CreatedApiKey, CredentialsConfig, PasswordCheck};
 pub use datasets::DatasetStatus;
 pub use export::{GraphPages, EXPORT_PAGE};
 pub use ingest::chunking::{chunk_text, TextChunk};
+pub use ingest::cognify::INDEX_REFRESH_CHUNKS;
 pub use ingest::extract;
 pub use ingest::forget::ForgetOutcome;
 pub use ingest::global_context::{bucket_summary_id, root_summary_id};
@@ -54,7 +55,7 @@ pub struct EngineConfig {
     /// Chunks per cognify batch (Cognee's `chunks_per_batch`).
     pub chunks_per_batch: usize,
     /// Chunks a remember writes between two refreshes of the derived
-    /// indexes (bounds what one refresh holds; see `INDEX_REFRESH_CHUNKS`).
+    /// indexes (bounds what one refresh holds; [`INDEX_REFRESH_CHUNKS`] by default).
     pub index_refresh_chunks: usize,
     /// Chunks extracted concurrently (bounds LLM calls in flight).
     pub extraction_concurrency: usize,

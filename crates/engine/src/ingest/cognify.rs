@@ -59,7 +59,7 @@ pub(crate) const MENTIONS_PREFIX: &str = "Document chunk mentions ";
 /// writes in proportion to what changed since the last one, so refreshing
 /// only at the end made a remember's memory grow with its size (2.3 GiB at
 /// 20 000 chunks in one call).
-pub(crate) const INDEX_REFRESH_CHUNKS: usize = 2_000;
+pub const INDEX_REFRESH_CHUNKS: usize = 2_000;
 
 /// Longest merged entity description.
 const MAX_DESCRIPTION: usize = 1000;
@@ -213,7 +213,7 @@ impl Engine {
     /// Cognifies pending items in batches of about `chunks_per_batch` chunks,
     /// marking each batch's items completed once all its writes succeed, and
     /// refreshes the dataset's derived indexes for what the batches wrote:
-    /// after every `index_refresh_chunks` chunks ([`INDEX_REFRESH_CHUNKS`] by default) (so a large remember holds
+    /// after every `index_refresh_chunks` chunks (so a large remember holds
     /// a window's changes, not the whole run's) and at the end, where, when
     /// `recount_all` (an earlier run was interrupted, and the texts it wrote
     /// are not known), every stale edge text is recounted too.
