@@ -53,25 +53,30 @@ fn node_from_row(row: &QueryResult) -> Result<Node> {
     Ok(Node { id: parse_uuid(&id)?, node_type, properties: parse_map(&props)? })
 }
 
-/// The edge property kept in a column of its own (`graph_edges.document_ids`,
-/// the table's last column): the documents that stated an entity-to-entity
-/// fact. It is read back into `properties` only when asked for; a search
-/// never reads it, and SQLite then never touches the overflow pages a large
-/// list spills into.
-const PROVENANCE: &str = "document_ids";
+/// The edge property kept in a table of its own, `graph_edge_documents`:
+/// one row per (edge, document that stated it), keyed by both. A batch that
+/// states a known fact again adds a row ([`GraphStore::upsert_stated_edges`])
+/// instead of rewriting a list that grows with the dataset; the list is
+/// aggregated back into `properties` only when a read asks for it, which no
+/// search does.
+const PROVENANCE: &str = recall_core::PROVENANCE;
 
-/// An edge's properties as stored: without the provenance, which is returned
-/// apart as JSON text.
-fn split_provenance(edge: &Edge) -> (String, Option<String>) {
+/// An edge's properties as stored: without the provenance, which is
+/// returned apart (`None`: the property is absent).
+fn split_provenance(edge: &Edge) -> (String, Option<Vec<String>>) {
     match edge.properties.get(PROVENANCE) {
         None => (json_text(&edge.properties), None),
-        Some(docs) => {
+        Some(_) => {
             let mut rest = edge.properties.clone();
             rest.remove(PROVENANCE);
-            (json_text(&rest), Some(docs.to_string()))
+            (json_text(&rest), Some(edge.provenance()))
         }
     }
 }
+
+/// The provenance table's correlated match of the `graph_edges` row being read.
+const PROVENANCE_OF_EDGE: &str = "p.dataset_id = graph_edges.dataset_id AND p.source_id = graph_edges.source_id \
+     AND p.relationship_name = graph_edges.relationship_name AND p.target_id = graph_edges.target_id";
 
 /// A stored edge back as the domain's: the provenance (when read) joins the
 /// properties, then the projection applies.
@@ -115,6 +120,12 @@ fn edge_from_row(row: &QueryResult) -> Result<Edge> {
         (source, relationship_name, target, edge_text, Json::Object(parse_map(&props)?), provenance),
         EdgeProjection::All,
     )
+}
+
+/// Edge keys as the JSON list of `[source, relationship, target]` a key set reads.
+fn key_list(keys: &[EdgeKey]) -> String {
+    Json::from(keys.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>())
+        .to_string()
 }
 
 /// A page size as a bound parameter (clamped: a size no store could hold).
@@ -229,7 +240,7 @@ impl SqlGraphStore {
     /// the sixth cell is null).
     fn edge_rows_json(&self, projection: EdgeProjection) -> String {
         let provenance =
-            if projection.wants(PROVENANCE) { self.json_cell(PROVENANCE) } else { self.null_cell().to_string() };
+            if projection.wants(PROVENANCE) { self.provenance_cell() } else { self.null_cell().to_string() };
         let properties = self.json_cell("properties");
         self.json_rows_select(
             &["source_id", "relationship_name", "target_id", "edge_text", &properties, &provenance],
@@ -261,6 +272,117 @@ impl SqlGraphStore {
             ),
             _ => format!("SELECT json_group_array(json_array({cells})) AS rows FROM {table}"),
         }
+    }
+
+    /// The read edge's provenance as a JSON array cell in document order,
+    /// null when it has none.
+    fn provenance_cell(&self) -> String {
+        match self.db.backend() {
+            DbBackend::Postgres => format!(
+                "(SELECT json_agg(p.document_id ORDER BY p.document_id) FROM graph_edge_documents p \
+                 WHERE {PROVENANCE_OF_EDGE})"
+            ),
+            // The table is keyed (WITHOUT ROWID) by edge then document: an
+            // edge's rows come in document order.
+            _ => format!(
+                "json(NULLIF((SELECT json_group_array(p.document_id) FROM graph_edge_documents p \
+                 WHERE {PROVENANCE_OF_EDGE}), '[]'))"
+            ),
+        }
+    }
+
+    /// [`Self::provenance_cell`] as JSON text, for a read row by row.
+    fn provenance_column(&self) -> String {
+        match self.db.backend() {
+            DbBackend::Postgres => format!("{}::text AS {PROVENANCE}", self.provenance_cell()),
+            _ => format!("{} AS {PROVENANCE}", self.provenance_cell()),
+        }
+    }
+
+    /// The key set of a JSON list of `[source, relationship, target]`
+    /// bound as parameter `param`, as columns `s`, `r`, `t`.
+    fn key_set(&self, param: usize) -> String {
+        match self.db.backend() {
+            DbBackend::Postgres => {
+                format!("SELECT k->>0 AS s, k->>1 AS r, k->>2 AS t FROM json_array_elements(${param}::json) k")
+            }
+            _ => format!("SELECT value ->> 0 AS s, value ->> 1 AS r, value ->> 2 AS t FROM json_each(${param})"),
+        }
+    }
+
+    /// Writes edges in `txn`: upserted by key, their provenance left as it is.
+    async fn write_edges(&self, txn: &sea_orm::DatabaseTransaction, dataset: DatasetId, edges: &[&Edge]) -> Result<()> {
+        for chunk in edges.chunks(WRITE_BATCH) {
+            let sql = format!(
+                "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties, \
+                 type_key) VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) \
+                 DO UPDATE SET edge_text = excluded.edge_text, properties = excluded.properties, \
+                 type_key = excluded.type_key",
+                placeholders(chunk.len(), 7)
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 7);
+            for e in chunk {
+                let (properties, _) = split_provenance(e);
+                values.push(dataset.to_string().into());
+                values.push(e.source_node_id.to_string().into());
+                values.push(e.relationship_name.clone().into());
+                values.push(e.target_node_id.to_string().into());
+                values.push(e.edge_text.clone().into());
+                values.push(properties.into());
+                values.push(e.type_key().to_string().into());
+            }
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Adds (edge, document) rows to the provenance in `txn`; present ones stay.
+    async fn add_provenance(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        dataset: DatasetId,
+        rows: &[(&Edge, &str)],
+    ) -> Result<()> {
+        for chunk in rows.chunks(WRITE_BATCH) {
+            let sql = format!(
+                "INSERT INTO graph_edge_documents (dataset_id, source_id, relationship_name, target_id, document_id) \
+                 VALUES {} ON CONFLICT DO NOTHING",
+                placeholders(chunk.len(), 5)
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 5);
+            for (e, document) in chunk {
+                values.push(dataset.to_string().into());
+                values.push(e.source_node_id.to_string().into());
+                values.push(e.relationship_name.clone().into());
+                values.push(e.target_node_id.to_string().into());
+                values.push(document.to_string().into());
+            }
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the provenance of the edges `keys` in `txn`.
+    async fn clear_provenance(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        dataset: DatasetId,
+        keys: &[EdgeKey],
+    ) -> Result<()> {
+        for batch in keys.chunks(DELETE_BATCH) {
+            let sql = format!(
+                "DELETE FROM graph_edge_documents WHERE dataset_id = $1 AND source_id IN ({}) \
+                 AND (source_id, relationship_name, target_id) IN (SELECT s, r, t FROM ({}) k)",
+                self.db.id_set(2),
+                self.key_set(3)
+            );
+            let mut sources: Vec<Uuid> = batch.iter().map(|k| k.0).collect();
+            sources.sort();
+            sources.dedup();
+            let values = vec![dataset.to_string().into(), id_array(&sources), key_list(batch).into()];
+            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+        }
+        Ok(())
     }
 
     /// A JSON text column as a JSON cell (not as a string).
@@ -443,6 +565,8 @@ impl GraphStore for SqlGraphStore {
         txn.commit().await.map_err(db_err)
     }
 
+    /// The provenance an edge carries replaces the stored one (none when
+    /// the edge carries none), in the edges' transaction.
     async fn upsert_edges(&self, dataset: DatasetId, edges: &[Edge]) -> Result<()> {
         if edges.is_empty() {
             return Ok(());
@@ -452,30 +576,59 @@ impl GraphStore for SqlGraphStore {
             unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
         }
         let edges: Vec<&Edge> = unique.into_values().collect();
+        let keys: Vec<EdgeKey> = edges.iter().map(|e| e.key()).collect();
+        let provenance: Vec<(Edge, Vec<String>)> =
+            edges.iter().filter_map(|e| split_provenance(e).1.map(|docs| ((*e).clone(), docs))).collect();
+        let rows: Vec<(&Edge, &str)> =
+            provenance.iter().flat_map(|(e, docs)| docs.iter().map(move |d| (e, d.as_str()))).collect();
         let txn = self.db.conn.begin().await.map_err(db_err)?;
-        for chunk in edges.chunks(WRITE_BATCH) {
-            let sql = format!(
-                "INSERT INTO graph_edges (dataset_id, source_id, relationship_name, target_id, edge_text, properties, \
-                 document_ids, type_key) VALUES {} ON CONFLICT (dataset_id, source_id, relationship_name, target_id) \
-                 DO UPDATE SET edge_text = excluded.edge_text, properties = excluded.properties, \
-                 document_ids = excluded.document_ids, type_key = excluded.type_key",
-                placeholders(chunk.len(), 8)
-            );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 8);
-            for e in chunk {
-                let (properties, provenance) = split_provenance(e);
-                values.push(dataset.to_string().into());
-                values.push(e.source_node_id.to_string().into());
-                values.push(e.relationship_name.clone().into());
-                values.push(e.target_node_id.to_string().into());
-                values.push(e.edge_text.clone().into());
-                values.push(properties.into());
-                values.push(provenance.into());
-                values.push(e.type_key().to_string().into());
-            }
-            txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
-        }
+        self.write_edges(&txn, dataset, &edges).await?;
+        self.clear_provenance(&txn, dataset, &keys).await?;
+        self.add_provenance(&txn, dataset, &rows).await?;
         txn.commit().await.map_err(db_err)
+    }
+
+    /// One row per (edge, new document), added to what is stored; no list is read.
+    async fn upsert_stated_edges(&self, dataset: DatasetId, edges: &[(Edge, Vec<String>)]) -> Result<()> {
+        if edges.is_empty() {
+            return Ok(());
+        }
+        let mut unique: BTreeMap<(Uuid, &str, Uuid), &Edge> = BTreeMap::new();
+        for (e, _) in edges {
+            unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
+        }
+        let unique: Vec<&Edge> = unique.into_values().collect();
+        let rows: Vec<(&Edge, &str)> =
+            edges.iter().flat_map(|(e, docs)| docs.iter().map(move |d| (e, d.as_str()))).collect();
+        let txn = self.db.conn.begin().await.map_err(db_err)?;
+        self.write_edges(&txn, dataset, &unique).await?;
+        self.add_provenance(&txn, dataset, &rows).await?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    /// Two primary-key probes per key: whether the edge has any document,
+    /// and whether it has this one.
+    async fn stated_by(&self, dataset: DatasetId, keys: &[EdgeKey], document: &str) -> Result<Vec<(EdgeKey, bool)>> {
+        let mut out = Vec::new();
+        for batch in keys.chunks(DELETE_BATCH) {
+            let matches = "p.dataset_id = $1 AND p.source_id = k.s AND p.relationship_name = k.r AND p.target_id = k.t";
+            let sql = format!(
+                "SELECT k.s AS s, k.r AS r, k.t AS t, \
+                 EXISTS (SELECT 1 FROM graph_edge_documents p WHERE {matches} AND p.document_id = $3) AS stated \
+                 FROM ({}) k WHERE EXISTS (SELECT 1 FROM graph_edge_documents p WHERE {matches})",
+                self.key_set(2)
+            );
+            let values = vec![dataset.to_string().into(), key_list(batch).into(), document.into()];
+            let rows = self.db.conn.query_all_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
+            for row in rows {
+                let s: String = row.try_get("", "s").map_err(db_err)?;
+                let r: String = row.try_get("", "r").map_err(db_err)?;
+                let t: String = row.try_get("", "t").map_err(db_err)?;
+                let stated: bool = row.try_get("", "stated").map_err(db_err)?;
+                out.push(((parse_uuid(&s)?, r, parse_uuid(&t)?), stated));
+            }
+        }
+        Ok(out)
     }
 
     async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>> {
@@ -569,16 +722,12 @@ impl GraphStore for SqlGraphStore {
             ))
             .await
             .map_err(db_err)?;
-        let edge_rows = self
-            .db
-            .conn
-            .query_all_raw(self.db.stmt(
-                "SELECT source_id, relationship_name, target_id, edge_text, properties, document_ids FROM graph_edges \
-                 WHERE dataset_id = $1 ORDER BY source_id, relationship_name, target_id",
-                vec![ds],
-            ))
-            .await
-            .map_err(db_err)?;
+        let sql = format!(
+            "SELECT source_id, relationship_name, target_id, edge_text, properties, {} FROM graph_edges \
+             WHERE dataset_id = $1 ORDER BY source_id, relationship_name, target_id",
+            self.provenance_column()
+        );
+        let edge_rows = self.db.conn.query_all_raw(self.db.stmt(&sql, vec![ds])).await.map_err(db_err)?;
         Ok(Subgraph {
             nodes: node_rows.iter().map(node_from_row).collect::<Result<_>>()?,
             edges: edge_rows.iter().map(edge_from_row).collect::<Result<_>>()?,
@@ -611,11 +760,12 @@ impl GraphStore for SqlGraphStore {
         after: Option<PageCursor<EdgeKey>>,
         limit: usize,
     ) -> Result<Page<Edge, EdgeKey>> {
-        const COLUMNS: &str = "source_id, relationship_name, target_id, edge_text, properties, document_ids";
+        let columns =
+            format!("source_id, relationship_name, target_id, edge_text, properties, {}", self.provenance_column());
         let (rows, by_row) = self
             .page_rows(
                 "graph_edges",
-                COLUMNS,
+                &columns,
                 "source_id, relationship_name, target_id",
                 dataset,
                 after,
@@ -754,6 +904,7 @@ impl GraphStore for SqlGraphStore {
 
     async fn delete_edges(&self, dataset: DatasetId, keys: &[EdgeKey]) -> Result<()> {
         let txn = self.db.conn.begin().await.map_err(db_err)?;
+        self.clear_provenance(&txn, dataset, keys).await?;
         for (source, rel, target) in keys {
             txn.execute_raw(self.db.stmt(
                 "DELETE FROM graph_edges WHERE dataset_id = $1 AND source_id = $2 AND relationship_name = $3 \
@@ -808,6 +959,14 @@ impl GraphStore for SqlGraphStore {
             let mut values: Vec<Value> = vec![dataset.to_string().into()];
             values.extend(chunk.iter().map(|id| Value::from(id.to_string())));
             for sql in [
+                // The provenance of the edges about to go: outgoing by the
+                // table's key, incoming through the edges' target index.
+                format!("DELETE FROM graph_edge_documents WHERE dataset_id = $1 AND source_id IN ({list})"),
+                format!(
+                    "DELETE FROM graph_edge_documents WHERE dataset_id = $1 AND \
+                     (source_id, relationship_name, target_id) IN (SELECT source_id, relationship_name, target_id \
+                     FROM graph_edges WHERE dataset_id = $1 AND target_id IN ({list}))"
+                ),
                 format!("DELETE FROM graph_edges WHERE dataset_id = $1 AND source_id IN ({list})"),
                 format!("DELETE FROM graph_edges WHERE dataset_id = $1 AND target_id IN ({list})"),
                 format!("DELETE FROM graph_nodes WHERE dataset_id = $1 AND id IN ({list})"),
@@ -820,7 +979,11 @@ impl GraphStore for SqlGraphStore {
 
     async fn delete_dataset(&self, dataset: DatasetId) -> Result<()> {
         let txn = self.db.conn.begin().await.map_err(db_err)?;
-        for sql in ["DELETE FROM graph_edges WHERE dataset_id = $1", "DELETE FROM graph_nodes WHERE dataset_id = $1"] {
+        for sql in [
+            "DELETE FROM graph_edge_documents WHERE dataset_id = $1",
+            "DELETE FROM graph_edges WHERE dataset_id = $1",
+            "DELETE FROM graph_nodes WHERE dataset_id = $1",
+        ] {
             txn.execute_raw(self.db.stmt(sql, vec![dataset.to_string().into()])).await.map_err(db_err)?;
         }
         txn.commit().await.map_err(db_err)
@@ -927,20 +1090,14 @@ impl RankingReads for SqlGraphStore {
             let mut sources: Vec<Uuid> = batch.iter().map(|k| k.0).collect();
             sources.sort();
             sources.dedup();
-            let listed = Json::from(
-                batch.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>(),
-            )
-            .to_string();
-            let key_set = match self.db.backend() {
-                DbBackend::Postgres => "SELECT k->>0, k->>1, k->>2 FROM json_array_elements($3::json) k".to_string(),
-                _ => "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each($3)".to_string(),
-            };
             let sql = format!(
-                "{} WHERE dataset_id = $1 AND source_id IN ({}) AND (source_id, relationship_name, target_id) IN ({key_set})",
+                "{} WHERE dataset_id = $1 AND source_id IN ({}) AND (source_id, relationship_name, target_id) IN \
+                 (SELECT s, r, t FROM ({}) k)",
                 self.edge_rows_json(edge_properties),
                 self.db.id_set(2),
+                self.key_set(3),
             );
-            let values = vec![dataset.to_string().into(), id_array(&sources), listed.into()];
+            let values = vec![dataset.to_string().into(), id_array(&sources), key_list(batch).into()];
             edges.extend(self.read_edges_json(&sql, values, edge_properties).await?);
         }
         Ok(edges)

@@ -643,6 +643,85 @@ impl MigrationTrait for M20261210DatasetRowOrder {
     }
 }
 
+/// Migration 12: an edge's provenance moves from the `document_ids` column
+/// (a JSON list rewritten whole by every batch that stated the fact again,
+/// which grew with the dataset) to `graph_edge_documents`, one row per
+/// (edge, document), keyed by both: a batch adds rows, a forget deletes
+/// one. SQLite keeps the table WITHOUT ROWID (the key is the row, stored
+/// once). One transaction: a crash leaves the column as it was.
+struct M20261211EdgeDocuments;
+
+impl MigrationName for M20261211EdgeDocuments {
+    fn name(&self) -> &str {
+        "m20261211_000012_edge_documents"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M20261211EdgeDocuments {
+    /// One connection and one transaction, as migration 3 (SQLite's
+    /// `DROP COLUMN` on a stale cached schema).
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    async fn up(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+        conn.execute_unprepared(&format!(
+            "CREATE TABLE IF NOT EXISTS graph_edge_documents (
+                dataset_id TEXT NOT NULL,
+                source_id TEXT NOT NULL,
+                relationship_name TEXT NOT NULL,
+                target_id TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                PRIMARY KEY (dataset_id, source_id, relationship_name, target_id, document_id)){}",
+            if postgres { "" } else { " WITHOUT ROWID" }
+        ))
+        .await?;
+        if manager.has_column("graph_edges", "document_ids").await? {
+            let moved = if postgres {
+                "INSERT INTO graph_edge_documents SELECT e.dataset_id, e.source_id, e.relationship_name, \
+                 e.target_id, d FROM graph_edges e CROSS JOIN LATERAL json_array_elements_text(CASE \
+                 WHEN json_typeof(e.document_ids::json) = 'array' THEN e.document_ids::json ELSE '[]'::json END) d \
+                 WHERE e.document_ids IS NOT NULL ON CONFLICT DO NOTHING"
+            } else {
+                "INSERT OR IGNORE INTO graph_edge_documents SELECT e.dataset_id, e.source_id, \
+                 e.relationship_name, e.target_id, d.value FROM graph_edges e, json_each(CASE \
+                 WHEN json_type(e.document_ids) = 'array' THEN e.document_ids ELSE '[]' END) d \
+                 WHERE e.document_ids IS NOT NULL AND d.type = 'text'"
+            };
+            conn.execute_unprepared(moved).await?;
+            conn.execute_unprepared("ALTER TABLE graph_edges DROP COLUMN document_ids").await?;
+        }
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> std::result::Result<(), DbErr> {
+        let conn = manager.get_connection();
+        let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+        if !manager.has_column("graph_edges", "document_ids").await? {
+            conn.execute_unprepared("ALTER TABLE graph_edges ADD COLUMN document_ids TEXT").await?;
+        }
+        let aggregate = if postgres {
+            "json_agg(p.document_id ORDER BY p.document_id)::text"
+        } else {
+            "json_group_array(p.document_id)"
+        };
+        conn.execute_unprepared(&format!(
+            "UPDATE graph_edges SET document_ids = (SELECT {aggregate} FROM graph_edge_documents p \
+             WHERE p.dataset_id = graph_edges.dataset_id AND p.source_id = graph_edges.source_id \
+             AND p.relationship_name = graph_edges.relationship_name AND p.target_id = graph_edges.target_id) \
+             WHERE EXISTS (SELECT 1 FROM graph_edge_documents p WHERE p.dataset_id = graph_edges.dataset_id \
+             AND p.source_id = graph_edges.source_id AND p.relationship_name = graph_edges.relationship_name \
+             AND p.target_id = graph_edges.target_id)"
+        ))
+        .await?;
+        conn.execute_unprepared("DROP TABLE IF EXISTS graph_edge_documents").await?;
+        Ok(())
+    }
+}
+
 struct M20261130Initial;
 
 impl MigrationName for M20261130Initial {
@@ -687,6 +766,7 @@ impl MigratorTrait for Migrator {
             Box::new(M20261208Quarantine),
             Box::new(M20261209WiderIndexes),
             Box::new(M20261210DatasetRowOrder),
+            Box::new(M20261211EdgeDocuments),
         ]
     }
 }

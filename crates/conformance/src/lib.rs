@@ -43,6 +43,7 @@ fn node(id: Uuid, node_type: &str, name: &str) -> Node {
 pub async fn graph_store_conformance(store: Arc<dyn GraphStore>, large_batch: usize) {
     graph_roundtrip_and_projection(store.as_ref()).await;
     graph_edge_properties(store.as_ref()).await;
+    graph_edge_provenance(store.as_ref()).await;
     // The store's own ranking reads (where it has them) and the generic ones
     // over its primitives answer alike.
     graph_sketches_and_key_reads(store.as_ref(), false).await;
@@ -204,6 +205,72 @@ async fn graph_edge_properties(store: &dyn GraphStore) {
     assert_eq!(store.neighborhood(ds, &[a, b], 0, EdgeProjection::All).await.unwrap().edges, vec![plain]);
     store.upsert_edges(ds, &[taught.clone()]).await.unwrap();
     assert_eq!(find(&store.get_graph(ds).await.unwrap().edges, "taught"), taught);
+    store.delete_dataset(ds).await.unwrap();
+}
+
+/// Provenance written a document at a time: a stated edge keeps the
+/// documents it has and gains the new ones (sorted, each once), the edge's
+/// other fields are replaced as an upsert replaces them; `stated_by`
+/// answers per key; deleting an edge, a node or the dataset takes the
+/// provenance with it, so an edge written again starts with none.
+async fn graph_edge_provenance(store: &dyn GraphStore) {
+    let ds = fresh_dataset();
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store
+        .upsert_nodes(ds, &[node(a, "Entity", "ada"), node(b, "Entity", "bob"), node(c, "Entity", "cy")])
+        .await
+        .unwrap();
+    let docs = |ids: &[&str]| ids.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+    let stated = |edge: &Edge, ids: &[&str]| (edge.clone(), docs(ids));
+    let taught = Edge::new(a, "taught", b).with_text("ada taught bob.");
+    let met = Edge::new(b, "met", c).with_text("bob met cy.");
+    let plain = Edge::new(a, "knows", c);
+    store.upsert_edges(ds, std::slice::from_ref(&plain)).await.unwrap();
+    store.upsert_stated_edges(ds, &[stated(&taught, &["d2"]), stated(&met, &["d1"])]).await.unwrap();
+    // The second batch states `taught` again, with a new text; a provenance
+    // property on the edge itself is not what is written.
+    let mut retold = taught.clone().with_text("ada taught bob cobol.");
+    retold.properties.insert("document_ids".into(), json!(["ignored"]));
+    store.upsert_stated_edges(ds, &[stated(&retold, &["d1", "d2"]), stated(&retold, &["d3"])]).await.unwrap();
+    store.upsert_stated_edges(ds, &[stated(&met, &[])]).await.unwrap();
+
+    let with_docs = |edge: &Edge, ids: &[&str]| {
+        let mut e = edge.clone();
+        e.properties.remove("document_ids");
+        e.properties.insert("document_ids".into(), json!(ids));
+        e
+    };
+    let mut edges = store.get_graph(ds).await.unwrap().edges;
+    edges.sort_by(|x, y| x.relationship_name.cmp(&y.relationship_name));
+    let expected = vec![plain.clone(), with_docs(&met, &["d1"]), with_docs(&retold, &["d1", "d2", "d3"])];
+    assert_eq!(edges, expected, "documents added, sorted, once each; the rest of the edge replaced");
+    let keyed = store.ranking().get_edges(ds, &[retold.key()], EdgeProjection::All).await.unwrap();
+    assert_eq!(keyed, vec![with_docs(&retold, &["d1", "d2", "d3"])]);
+
+    let unknown = (a, "taught".to_string(), c);
+    let keys = [retold.key(), met.key(), plain.key(), unknown];
+    let mut answer = store.stated_by(ds, &keys, "d2").await.unwrap();
+    answer.sort_by(|x, y| x.0 .1.cmp(&y.0 .1));
+    assert_eq!(answer, vec![(met.key(), false), (retold.key(), true)], "edges without provenance are left out");
+    assert!(store.stated_by(ds, &[], "d2").await.unwrap().is_empty());
+    assert!(store.stated_by(fresh_dataset(), &keys, "d2").await.unwrap().is_empty(), "another dataset's edges");
+
+    // A plain upsert replaces the provenance as it replaces every property.
+    store.upsert_edges(ds, &[with_docs(&met, &["d4"])]).await.unwrap();
+    assert_eq!(store.stated_by(ds, &[met.key()], "d4").await.unwrap(), vec![(met.key(), true)]);
+    // Deleting an edge, or a node, takes its provenance along.
+    store.delete_edges(ds, &[met.key()]).await.unwrap();
+    store.upsert_stated_edges(ds, &[stated(&met, &["d5"])]).await.unwrap();
+    assert_eq!(store.stated_by(ds, &[met.key()], "d4").await.unwrap(), vec![(met.key(), false)], "d4 went with it");
+    store.delete_nodes(ds, &[b]).await.unwrap();
+    store.upsert_nodes(ds, &[node(b, "Entity", "bob")]).await.unwrap();
+    store.upsert_stated_edges(ds, &[stated(&taught, &[]), stated(&met, &[])]).await.unwrap();
+    assert!(store.stated_by(ds, &[taught.key(), met.key()], "d1").await.unwrap().is_empty(), "both ends' edges");
+    store.upsert_stated_edges(ds, &[stated(&taught, &["d9"])]).await.unwrap();
+    store.delete_dataset(ds).await.unwrap();
+    store.upsert_nodes(ds, &[node(a, "Entity", "ada"), node(b, "Entity", "bob")]).await.unwrap();
+    store.upsert_stated_edges(ds, &[stated(&taught, &[])]).await.unwrap();
+    assert!(store.stated_by(ds, &[taught.key()], "d9").await.unwrap().is_empty(), "the dataset's went with it");
     store.delete_dataset(ds).await.unwrap();
 }
 

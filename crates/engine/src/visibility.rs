@@ -192,6 +192,15 @@ impl GraphStore for VisibleGraph {
         self.inner.upsert_edges(dataset, edges).await
     }
 
+    async fn upsert_stated_edges(&self, dataset: DatasetId, edges: &[(Edge, Vec<String>)]) -> Result<()> {
+        self.inner.upsert_stated_edges(dataset, edges).await
+    }
+
+    /// Of every edge, hidden or not: a write's question, not a search's.
+    async fn stated_by(&self, dataset: DatasetId, keys: &[EdgeKey], document: &str) -> Result<Vec<(EdgeKey, bool)>> {
+        self.inner.stated_by(dataset, keys, document).await
+    }
+
     async fn get_nodes(&self, dataset: DatasetId, ids: &[Uuid]) -> Result<Vec<Node>> {
         let mut nodes = self.inner.get_nodes(dataset, &self.hidden.ids(ids)).await?;
         self.strip(dataset, &mut nodes).await?;

@@ -194,13 +194,24 @@ impl Node {
 
     /// Its node-set tags (`belongs_to_set`).
     pub fn tags(&self) -> Vec<String> {
-        self.properties
-            .get("belongs_to_set")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-            .unwrap_or_default()
+        string_list(&self.properties, "belongs_to_set")
     }
 }
+
+/// The strings of a list property (none when absent or not a list).
+fn string_list(properties: &Map<String, Value>, key: &str) -> Vec<String> {
+    properties
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The edge property listing the documents that stated a relation (an
+/// entity-to-entity fact), sorted, each once: what a forget of one of them
+/// drops the relation by, once none is left. Stores may keep it apart
+/// ([`crate::ports::GraphStore::upsert_stated_edges`]).
+pub const PROVENANCE: &str = "document_ids";
 
 /// A directed, named relationship between two nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,6 +258,11 @@ impl Edge {
     /// The key of its type ([`ids::edge_type_key`]).
     pub fn type_key(&self) -> Uuid {
         ids::edge_type_key(self.edge_text.as_deref(), &self.relationship_name)
+    }
+
+    /// The documents that stated it ([`PROVENANCE`]), when read; none else.
+    pub fn provenance(&self) -> Vec<String> {
+        string_list(&self.properties, PROVENANCE)
     }
 }
 

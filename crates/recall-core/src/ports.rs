@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, Result, Subgraph, User};
+use crate::{DataItem, DataStatus, Dataset, DatasetId, Edge, Node, PipelineRun, Result, Subgraph, User, PROVENANCE};
 
 // ---------------------------------------------------------------------------
 // Graph
@@ -376,6 +376,71 @@ pub trait GraphStore: GraphCapabilities + Send + Sync {
             }
         }
         Ok(counts.into_iter().collect())
+    }
+
+    /// Relation edges stated (again) by documents, each with the documents
+    /// stating it in this write: upserted as [`GraphStore::upsert_edges`]
+    /// upserts them, except for their provenance ([`PROVENANCE`]), which
+    /// keeps the documents it has and gains these (a provenance property on
+    /// the edge itself is ignored). A store that keeps the provenance apart
+    /// adds one row per new document, never reading or rewriting the list:
+    /// a fact a thousand documents stated costs the next batch that states
+    /// it one row, not a thousand ids. The default reads the stored lists,
+    /// merges them and upserts (sorted, each id once).
+    async fn upsert_stated_edges(&self, dataset: DatasetId, edges: &[(Edge, Vec<String>)]) -> Result<()> {
+        use std::collections::{BTreeSet, HashMap};
+        let mut ends: Vec<Uuid> = edges.iter().flat_map(|(e, _)| [e.source_node_id, e.target_node_id]).collect();
+        ends.sort();
+        ends.dedup();
+        let stored: HashMap<EdgeKey, Edge> = self
+            .edges_between(dataset, &ends, EdgeProjection::Only(&[PROVENANCE]))
+            .await?
+            .into_iter()
+            .map(|e| (e.key(), e))
+            .collect();
+        // A key repeated in the call: the last edge, every entry's documents.
+        let mut by_key: std::collections::BTreeMap<EdgeKey, (&Edge, BTreeSet<String>)> = Default::default();
+        for (edge, documents) in edges {
+            let entry = by_key.entry(edge.key()).or_insert_with(|| {
+                (edge, stored.get(&edge.key()).map(Edge::provenance).unwrap_or_default().into_iter().collect())
+            });
+            entry.0 = edge;
+            entry.1.extend(documents.iter().cloned());
+        }
+        let merged: Vec<Edge> = by_key
+            .into_values()
+            .map(|(edge, docs)| {
+                let mut e = edge.clone();
+                e.properties.remove(PROVENANCE);
+                if !docs.is_empty() {
+                    e.properties.insert(PROVENANCE.into(), Value::from(docs.into_iter().collect::<Vec<_>>()));
+                }
+                e
+            })
+            .collect();
+        self.upsert_edges(dataset, &merged).await
+    }
+
+    /// Which of the edges `keys` `document` stated: for each that exists
+    /// with a provenance, its key and whether `document` is among its
+    /// documents; an edge without provenance (or unknown) is left out.
+    /// Stores that keep the provenance apart answer from two index probes
+    /// per key, not from the lists. The default reads the lists.
+    async fn stated_by(&self, dataset: DatasetId, keys: &[EdgeKey], document: &str) -> Result<Vec<(EdgeKey, bool)>> {
+        let wanted: std::collections::HashSet<&EdgeKey> = keys.iter().collect();
+        let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
+        ends.sort();
+        ends.dedup();
+        Ok(self
+            .edges_between(dataset, &ends, EdgeProjection::Only(&[PROVENANCE]))
+            .await?
+            .into_iter()
+            .filter(|e| wanted.contains(&e.key()))
+            .filter_map(|e| {
+                let docs = e.provenance();
+                (!docs.is_empty()).then(|| (e.key(), docs.iter().any(|d| d == document)))
+            })
+            .collect())
     }
 
     /// Deletes edges by (source, relationship_name, target); unknown keys are skipped.

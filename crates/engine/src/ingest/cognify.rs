@@ -84,15 +84,6 @@ pub(crate) fn prop_str<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.properties.get(key).and_then(Value::as_str)
 }
 
-/// Document ids that assert a relation edge.
-pub(crate) fn edge_document_ids(edge: &Edge) -> BTreeSet<String> {
-    edge.properties
-        .get("document_ids")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
 fn merge_description(existing: &str, new: &str) -> String {
     let (existing, new) = (existing.trim(), new.trim());
     if new.is_empty() || existing.contains(new) {
@@ -378,14 +369,15 @@ impl Engine {
         }
         // The batch's relations the dataset already holds, by key: not every
         // edge between two of the batch's entities (popular entities have
-        // many, each with its list of asserting documents).
+        // many), and not their documents (a list that grows with the
+        // dataset): the write adds this batch's to them.
         let relation_keys: Vec<EdgeKey> = graph.relations.keys().cloned().collect();
-        let existing_relations = self.graph.ranking().get_edges(dataset, &relation_keys, EdgeProjection::All).await?;
+        let existing_relations =
+            self.graph.ranking().get_edges(dataset, &relation_keys, EdgeProjection::Only(&[TEXT_DOCUMENT_ID])).await?;
         let mut known_relations = HashSet::new();
         for edge in existing_relations {
             let key = (edge.source_node_id, edge.relationship_name.clone(), edge.target_node_id);
-            if let Some((new_edge, docs)) = graph.relations.get_mut(&key) {
-                docs.extend(edge_document_ids(&edge));
+            if let Some((new_edge, _)) = graph.relations.get_mut(&key) {
                 // The first description of a fact wins.
                 new_edge.edge_text = edge.edge_text.clone();
                 let author = edge.properties.get(TEXT_DOCUMENT_ID).cloned().unwrap_or(Value::Null);
@@ -504,14 +496,13 @@ impl Engine {
             }
         }
         self.graph.upsert_nodes(dataset, &nodes).await?;
-        let mut edges: Vec<Edge> = graph.edges.values().cloned().collect();
-        for (edge, docs) in graph.relations.values() {
-            let mut e = edge.clone();
-            e.properties.insert("document_ids".into(), json!(docs.iter().collect::<Vec<_>>()));
-            edges.push(e);
-        }
-        touched_edge_texts.extend(edges.iter().filter_map(counted_text).cloned());
+        let edges: Vec<Edge> = graph.edges.values().cloned().collect();
+        let relations: Vec<(Edge, Vec<String>)> =
+            graph.relations.values().map(|(edge, docs)| (edge.clone(), docs.iter().cloned().collect())).collect();
+        touched_edge_texts
+            .extend(edges.iter().chain(relations.iter().map(|(e, _)| e)).filter_map(counted_text).cloned());
         self.graph.upsert_edges(dataset, &edges).await?;
+        self.graph.upsert_stated_edges(dataset, &relations).await?;
         self.graph.upsert_nodes(dataset, &merged).await?;
         Ok(graph.chunks.len())
     }

@@ -10,6 +10,7 @@ use recall_core::model::node_types;
 use recall_core::ports::{EdgeKey, EdgeProjection, Mentions};
 use recall_core::{
     ids, DataItem, DataStatus, Dataset, DatasetId, DatasetRef, Edge, Node, RecallError, Result, Subgraph, User,
+    PROVENANCE,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -17,8 +18,8 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::cognify::{
-    counted_text, default_edge_text, description_without, edge_document_ids, entity_row, ids_of_type, is_relation,
-    prop_str, TEXT_DOCUMENT_ID,
+    counted_text, default_edge_text, description_without, entity_row, ids_of_type, is_relation, prop_str,
+    TEXT_DOCUMENT_ID,
 };
 use super::global_context::IndexChange;
 use crate::Engine;
@@ -112,7 +113,7 @@ impl Engine {
             if !is_relation(e) {
                 continue;
             }
-            let mut docs: BTreeSet<String> = edge_document_ids(e);
+            let mut docs: BTreeSet<String> = e.provenance().into_iter().collect();
             if docs.remove(&doc_key) {
                 if docs.is_empty() {
                     dropped_relations.push((e.source_node_id, e.relationship_name.clone(), e.target_node_id));
@@ -131,7 +132,7 @@ impl Engine {
                         // Reworded first, still asserted by this document.
                         reworded.push(kept.clone());
                     }
-                    kept.properties.insert("document_ids".into(), json!(docs.into_iter().collect::<Vec<_>>()));
+                    kept.properties.insert(PROVENANCE.into(), json!(docs.into_iter().collect::<Vec<_>>()));
                     rewritten.push(kept);
                 }
             }
@@ -447,7 +448,7 @@ impl Engine {
                 .edges_between(dataset, &surviving, EdgeProjection::All)
                 .await?
                 .into_iter()
-                .filter(|e| is_relation(e) && edge_document_ids(e).contains(&doc_key)),
+                .filter(|e| is_relation(e) && e.provenance().contains(&doc_key)),
         );
         let document_node = graph.get_nodes(dataset, &[item.id]).await?.len();
         let nodes_deleted = document_node + chunks.len() + summaries.len() + doomed_entities.len() + doomed_types.len();

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use recall_core::model::collections::{DATASET_ROUTING, GLOBAL_CONTEXT_SUMMARY_TEXT};
 use recall_core::model::node_types;
-use recall_core::ports::{EdgeProjection, GraphStore, Mentions};
-use recall_core::{ids, Dataset, DatasetId, Edge, Node, Result, Subgraph};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphStore, Mentions};
+use recall_core::{ids, Dataset, DatasetId, Edge, Node, Result, Subgraph, PROVENANCE};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -53,14 +53,21 @@ type StatedRelation<'g> = (&'g Edge, HashSet<&'g str>);
 /// (read once: a list can hold thousands of ids), so a bucket looks up the
 /// pairs of its top entities instead of scanning every relation.
 fn relations_by_pair<'g>(edges: impl Iterator<Item = &'g Edge>) -> HashMap<(Uuid, Uuid), Vec<StatedRelation<'g>>> {
-    let mut relations: HashMap<(Uuid, Uuid), Vec<StatedRelation>> = HashMap::new();
-    for e in edges.filter(|e| is_relation(e)) {
+    by_pair(edges.filter(|e| is_relation(e)).map(|e| {
         let docs: HashSet<&str> = e
             .properties
-            .get("document_ids")
+            .get(PROVENANCE)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        (e, docs)
+    }))
+}
+
+/// Stated relations by (source, target).
+fn by_pair<'g>(stated: impl Iterator<Item = StatedRelation<'g>>) -> HashMap<(Uuid, Uuid), Vec<StatedRelation<'g>>> {
+    let mut relations: HashMap<(Uuid, Uuid), Vec<StatedRelation>> = HashMap::new();
+    for (e, docs) in stated {
         relations.entry((e.source_node_id, e.target_node_id)).or_default().push((e, docs));
     }
     relations
@@ -452,8 +459,21 @@ impl Engine {
             let Some(per_doc) = tf.get(&doc.id) else { continue };
             let scored = characteristic_entities(per_doc, &df, document_count, &name);
             let top: Vec<Uuid> = scored.iter().map(|s| s.2).collect();
-            let between = graph.edges_between(ds, &top, EdgeProjection::All).await?;
-            rows.push(bucket_row(ds, doc, &scored, &relations_by_pair(between.iter()), &name));
+            // The relations among them, and which of them the document
+            // stated: asked of the store per key, never read as lists.
+            let between = graph.edges_between(ds, &top, EdgeProjection::Only(&[])).await?;
+            let keys: Vec<EdgeKey> = between.iter().filter(|e| is_relation(e)).map(Edge::key).collect();
+            let doc_key = doc.id.to_string();
+            let stated: HashMap<EdgeKey, bool> = graph.stated_by(ds, &keys, &doc_key).await?.into_iter().collect();
+            let relations = by_pair(between.iter().filter(|e| is_relation(e)).filter_map(|e| {
+                match stated.get(&e.key()) {
+                    // No provenance: every document's.
+                    None => Some((e, HashSet::new())),
+                    Some(true) => Some((e, HashSet::from([doc_key.as_str()]))),
+                    Some(false) => None,
+                }
+            }));
+            rows.push(bucket_row(ds, doc, &scored, &relations, &name));
         }
 
         // The root, from the kept ranking and indexed counts.

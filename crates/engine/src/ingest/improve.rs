@@ -273,7 +273,9 @@ impl Engine {
             e.properties.insert("feedback_weight".into(), json!(w));
         }
         self.graph.upsert_nodes(dataset, &nodes).await?;
-        self.graph.upsert_edges(dataset, &edges).await?;
+        // Written back without their documents, which stay as stored.
+        let edges: Vec<(Edge, Vec<String>)> = edges.into_iter().map(|e| (e, Vec::new())).collect();
+        self.graph.upsert_stated_edges(dataset, &edges).await?;
         Ok((nodes.len(), edges.len()))
     }
 }
