@@ -122,6 +122,16 @@ fn edge_from_row(row: &QueryResult) -> Result<Edge> {
     )
 }
 
+/// An edge's row key as bound values: (dataset, source, relationship, target).
+fn edge_row_key(dataset: DatasetId, e: &Edge) -> [Value; 4] {
+    [
+        dataset.to_string().into(),
+        e.source_node_id.to_string().into(),
+        e.relationship_name.clone().into(),
+        e.target_node_id.to_string().into(),
+    ]
+}
+
 /// Edge keys as the JSON list of `[source, relationship, target]` a key set reads.
 fn key_list(keys: &[EdgeKey]) -> String {
     Json::from(keys.iter().map(|(s, r, t)| serde_json::json!([s.to_string(), r, t.to_string()])).collect::<Vec<_>>())
@@ -323,10 +333,7 @@ impl SqlGraphStore {
             let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 7);
             for e in chunk {
                 let (properties, _) = split_provenance(e);
-                values.push(dataset.to_string().into());
-                values.push(e.source_node_id.to_string().into());
-                values.push(e.relationship_name.clone().into());
-                values.push(e.target_node_id.to_string().into());
+                values.extend(edge_row_key(dataset, e));
                 values.push(e.edge_text.clone().into());
                 values.push(properties.into());
                 values.push(e.type_key().to_string().into());
@@ -351,10 +358,7 @@ impl SqlGraphStore {
             );
             let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 5);
             for (e, document) in chunk {
-                values.push(dataset.to_string().into());
-                values.push(e.source_node_id.to_string().into());
-                values.push(e.relationship_name.clone().into());
-                values.push(e.target_node_id.to_string().into());
+                values.extend(edge_row_key(dataset, e));
                 values.push(document.to_string().into());
             }
             txn.execute_raw(self.db.stmt(&sql, values)).await.map_err(db_err)?;
