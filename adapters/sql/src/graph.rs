@@ -122,6 +122,16 @@ fn edge_from_row(row: &QueryResult) -> Result<Edge> {
     )
 }
 
+/// The edges by key, the last of a repeated key winning (as with
+/// sequential upserts), in key order.
+fn last_per_key<'e>(edges: impl IntoIterator<Item = &'e Edge>) -> Vec<&'e Edge> {
+    let mut unique: BTreeMap<(Uuid, &str, Uuid), &Edge> = BTreeMap::new();
+    for e in edges {
+        unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
+    }
+    unique.into_values().collect()
+}
+
 /// An edge's row key as bound values: (dataset, source, relationship, target).
 fn edge_row_key(dataset: DatasetId, e: &Edge) -> [Value; 4] {
     [
@@ -575,16 +585,12 @@ impl GraphStore for SqlGraphStore {
         if edges.is_empty() {
             return Ok(());
         }
-        let mut unique: BTreeMap<(Uuid, &str, Uuid), &Edge> = BTreeMap::new();
-        for e in edges {
-            unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
-        }
-        let edges: Vec<&Edge> = unique.into_values().collect();
+        let edges = last_per_key(edges);
         let keys: Vec<EdgeKey> = edges.iter().map(|e| e.key()).collect();
-        let provenance: Vec<(Edge, Vec<String>)> =
-            edges.iter().filter_map(|e| split_provenance(e).1.map(|docs| ((*e).clone(), docs))).collect();
+        let provenance: Vec<(&Edge, Vec<String>)> =
+            edges.iter().filter(|e| e.properties.contains_key(PROVENANCE)).map(|e| (*e, e.provenance())).collect();
         let rows: Vec<(&Edge, &str)> =
-            provenance.iter().flat_map(|(e, docs)| docs.iter().map(move |d| (e, d.as_str()))).collect();
+            provenance.iter().flat_map(|(e, docs)| docs.iter().map(move |d| (*e, d.as_str()))).collect();
         let txn = self.db.conn.begin().await.map_err(db_err)?;
         self.write_edges(&txn, dataset, &edges).await?;
         self.clear_provenance(&txn, dataset, &keys).await?;
@@ -597,11 +603,7 @@ impl GraphStore for SqlGraphStore {
         if edges.is_empty() {
             return Ok(());
         }
-        let mut unique: BTreeMap<(Uuid, &str, Uuid), &Edge> = BTreeMap::new();
-        for (e, _) in edges {
-            unique.insert((e.source_node_id, e.relationship_name.as_str(), e.target_node_id), e);
-        }
-        let unique: Vec<&Edge> = unique.into_values().collect();
+        let unique = last_per_key(edges.iter().map(|(e, _)| e));
         let rows: Vec<(&Edge, &str)> =
             edges.iter().flat_map(|(e, docs)| docs.iter().map(move |d| (e, d.as_str()))).collect();
         let txn = self.db.conn.begin().await.map_err(db_err)?;
