@@ -735,16 +735,21 @@ async fn writes_follow_as_a_full_build_would(engine: &Engine) {
 }
 
 /// One remember larger than the refresh window refreshes the derived
-/// indexes window by window; the EdgeType counts and the root end as a full
-/// build makes them, and every document has its bucket.
+/// indexes window by window, counting an entity's mentions from the store
+/// once and adding its own documents' after that: the EdgeType counts and
+/// the root end as a full build makes them, every document has its bucket,
+/// and the last document's bucket (written with the final document
+/// frequencies) is the full build's. The second remember starts on a
+/// dataset that already mentions the entities.
 #[tokio::test]
 async fn a_remember_refreshed_window_by_window_ends_as_a_full_build() {
     let config = recall_engine::EngineConfig { chunks_per_batch: 1, index_refresh_chunks: 3, ..Default::default() };
     let engine = memory_builder().config(config).build().unwrap();
     let user = me(&engine).await;
-    let docs: Vec<RememberInput> = (0..12).map(spread_document).collect();
-    let outcome = engine.remember(&user, "spread", &docs).await.unwrap();
-    assert_eq!(outcome.items_added, 12);
+    let first: Vec<RememberInput> = (0..5).map(spread_document).collect();
+    assert_eq!(engine.remember(&user, "spread", &first).await.unwrap().items_added, 5);
+    let second: Vec<RememberInput> = (5..12).map(spread_document).collect();
+    assert_eq!(engine.remember(&user, "spread", &second).await.unwrap().items_added, 7);
     let ds = dataset_id(&engine, "spread").await;
     let (rows, counts) = derived_rows(&engine, ds).await;
     assert!(!counts.is_empty());
@@ -755,7 +760,11 @@ async fn a_remember_refreshed_window_by_window_ends_as_a_full_build() {
     assert!(rows.contains_key(&root));
     assert_eq!(rows.get(&root), full_rows.get(&root), "the root");
     for item in engine.relational().data.list_data(ds).await.unwrap() {
-        assert!(rows.contains_key(&recall_engine::bucket_summary_id(ds, item.id)), "{}'s bucket", item.name);
+        let bucket = recall_engine::bucket_summary_id(ds, item.id);
+        assert!(rows.contains_key(&bucket), "{}'s bucket", item.name);
+        if item.name == "doc11.txt" {
+            assert_eq!(rows.get(&bucket), full_rows.get(&bucket), "{}'s bucket", item.name);
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::chunking::chunk_text;
-use super::global_context::IndexChange;
+use super::global_context::{IndexChange, RunningSpreads};
 use super::progress::RememberProgress;
 use crate::Engine;
 
@@ -217,6 +217,7 @@ impl Engine {
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
         let mut change = IndexChange::default();
+        let mut running = RunningSpreads::default();
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let mut since_refresh = 0;
@@ -241,12 +242,13 @@ impl Engine {
                 stats.chunks += written;
                 since_refresh += written;
                 if since_refresh >= self.config.index_refresh_chunks.max(1) && pending.peek().is_some() {
-                    self.refresh_derived_indexes(dataset, &std::mem::take(&mut change), false).await?;
+                    self.refresh_derived_indexes(dataset, &std::mem::take(&mut change), false, Some(&mut running))
+                        .await?;
                     since_refresh = 0;
                 }
             }
         }
-        self.refresh_derived_indexes(dataset, &change, recount_all).await?;
+        self.refresh_derived_indexes(dataset, &change, recount_all, Some(&mut running)).await?;
         Ok(stats)
     }
 
@@ -641,6 +643,7 @@ impl Engine {
         dataset: &Dataset,
         change: &IndexChange,
         full: bool,
+        running: Option<&mut RunningSpreads>,
     ) -> Result<()> {
         // Built from what searches may see: nothing of an unfinished item.
         let data = &self.relational.data;
@@ -665,7 +668,7 @@ impl Engine {
         let texts: Vec<String> = change.edge_texts.iter().cloned().collect();
         let edges = graph.edges_with_texts(dataset.id, &texts).await?;
         self.write_edge_types(dataset.id, &change.edge_texts, &edge_text_counts(edges.iter())).await?;
-        self.update_global_context_index(dataset, graph.as_ref(), change, known_mentions).await
+        self.update_global_context_index(dataset, graph.as_ref(), change, known_mentions, running).await
     }
 
     /// Writes the EdgeType rows of `touched` texts from `counts`; a text

@@ -220,7 +220,7 @@ impl Engine {
         // document's own.
         change.mentions =
             plan.mentions.as_ref().map(|rows| rows.iter().filter(|m| m.document != item.id).copied().collect());
-        self.refresh_derived_indexes(&dataset, &change, retry).await?;
+        self.refresh_derived_indexes(&dataset, &change, retry, None).await?;
         // Session answers that used a deleted node or edge go with it.
         if let Some(sessions) = &self.sessions {
             let mut gone = as_vec(&doomed_nodes);

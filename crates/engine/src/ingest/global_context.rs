@@ -255,16 +255,24 @@ impl WidespreadRanking {
 
 /// Spreads from mention rows, named by `name`.
 fn spreads(rows: &[Mentions], name: &dyn Fn(&Uuid) -> String) -> Vec<Spread> {
-    let mut by_entity: BTreeMap<Uuid, (u64, u64)> = BTreeMap::new();
-    for m in rows {
-        let s = by_entity.entry(m.entity).or_default();
-        s.0 += 1;
-        s.1 += m.chunks;
-    }
-    by_entity
-        .into_iter()
-        .map(|(id, (documents, mentions))| Spread { id, name: name(&id), documents, mentions })
-        .collect()
+    spreads_of(&tally(rows, &BTreeSet::new()).0, name)
+}
+
+/// Spreads from per-entity counts, named by `name`; an entity no document
+/// mentions has none.
+fn spreads_of(counts: &Counts, name: &dyn Fn(&Uuid) -> String) -> Vec<Spread> {
+    let mut out: Vec<Spread> = counts
+        .iter()
+        .filter(|(_, (documents, _))| *documents > 0)
+        .map(|(id, (documents, mentions))| Spread {
+            id: *id,
+            name: name(id),
+            documents: *documents,
+            mentions: *mentions,
+        })
+        .collect();
+    out.sort_by_key(|s| s.id);
+    out
 }
 
 /// Computes the index rows from a dataset's graph, and the root's ranking.
@@ -332,6 +340,41 @@ pub(crate) struct IndexChange {
     pub mentions: Option<Vec<Mentions>>,
 }
 
+/// The spreads (documents, mentions) of the entities one remember has
+/// touched, kept across its window refreshes
+/// ([`crate::EngineConfig::index_refresh_chunks`]). Counting an entity's
+/// mentions joins every `contains` edge into it with its chunk's document,
+/// so counting them again at every window made a large remember quadratic
+/// (in the bench corpus, where every window touches every entity, the join
+/// read the whole graph's mentions every 2 000 chunks). An entity is
+/// counted from the store the first time the run touches it; after that
+/// the run adds its own documents' mentions, which are new documents (an
+/// item's chunks are written in one batch). Another process writing the
+/// same dataset meanwhile is not seen until the next remember or improve.
+#[derive(Debug, Default)]
+pub(crate) struct RunningSpreads(HashMap<Uuid, (u64, u64)>);
+
+/// Per entity: documents and chunks that mention it.
+type Counts = HashMap<Uuid, (u64, u64)>;
+
+/// Per document: chunks that mention each entity.
+type TermFrequencies = HashMap<Uuid, HashMap<Uuid, usize>>;
+
+/// Counts and the `added` documents' term frequencies from mention rows.
+fn tally(rows: &[Mentions], added: &BTreeSet<Uuid>) -> (Counts, TermFrequencies) {
+    let mut counts: Counts = HashMap::new();
+    let mut tf: TermFrequencies = HashMap::new();
+    for m in rows {
+        let c = counts.entry(m.entity).or_default();
+        c.0 += 1;
+        c.1 += m.chunks;
+        if added.contains(&m.document) {
+            tf.entry(m.document).or_default().insert(m.entity, m.chunks as usize);
+        }
+    }
+    (counts, tf)
+}
+
 /// The property of the root node holding its [`WidespreadRanking`].
 const RANKING: &str = "widespread_ranking";
 
@@ -387,6 +430,7 @@ impl Engine {
         graph: &dyn GraphStore,
         change: &IndexChange,
         known_mentions: Option<Vec<Mentions>>,
+        running: Option<&mut RunningSpreads>,
     ) -> Result<()> {
         let ds = dataset.id;
         let gone: Vec<Uuid> = change.removed.iter().map(|d| bucket_summary_id(ds, *d)).collect();
@@ -417,10 +461,15 @@ impl Engine {
         let chunks: Vec<Uuid> = chunk_doc.keys().copied().collect();
         let mut touched: BTreeSet<Uuid> = change.entities.clone();
         let mut summaries_by_doc: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        // The added documents' mentions: chunks of each that mention each entity.
+        let mut added_tf: TermFrequencies = HashMap::new();
         for e in graph.edges_touching(ds, &chunks, EdgeProjection::Only(&[])).await? {
             match e.relationship_name.as_str() {
                 "contains" if chunk_doc.contains_key(&e.source_node_id) => {
                     touched.insert(e.target_node_id);
+                    if let Some(doc) = chunk_doc.get(&e.source_node_id) {
+                        *added_tf.entry(*doc).or_default().entry(e.target_node_id).or_default() += 1;
+                    }
                 }
                 "made_from" => {
                     if let Some(doc) = chunk_doc.get(&e.target_node_id) {
@@ -431,11 +480,38 @@ impl Engine {
             }
         }
         let touched: Vec<Uuid> = touched.into_iter().collect();
-        // Without added documents the touched entities are the change's own,
-        // whose rows the write may have read already.
-        let mentions = match known_mentions {
-            Some(rows) if added.is_empty() => rows,
-            _ => graph.document_mentions(ds, &touched).await?,
+        let (counts, tf) = match running {
+            Some(run) => {
+                // Entities whose mentions changed otherwise are counted again.
+                for e in &change.entities {
+                    run.0.remove(e);
+                }
+                let new: Vec<Uuid> = touched.iter().filter(|e| !run.0.contains_key(e)).copied().collect();
+                // Counted from the store, this window's documents included.
+                let (fresh, _) = tally(&graph.document_mentions(ds, &new).await?, &BTreeSet::new());
+                for per_doc in added_tf.values() {
+                    for (entity, chunks) in per_doc {
+                        if let Some(c) = run.0.get_mut(entity) {
+                            c.0 += 1;
+                            c.1 += *chunks as u64;
+                        }
+                    }
+                }
+                for e in new {
+                    run.0.insert(e, fresh.get(&e).copied().unwrap_or_default());
+                }
+                let counts: Counts = touched.iter().filter_map(|e| run.0.get(e).map(|c| (*e, *c))).collect();
+                (counts, added_tf)
+            }
+            None => {
+                // Without added documents the touched entities are the
+                // change's own, whose rows the write may have read already.
+                let mentions = match known_mentions {
+                    Some(rows) if added.is_empty() => rows,
+                    _ => graph.document_mentions(ds, &touched).await?,
+                };
+                tally(&mentions, &change.added)
+            }
         };
         let names: HashMap<Uuid, String> = graph
             .get_nodes(ds, &touched)
@@ -446,14 +522,7 @@ impl Engine {
         let name = |id: &Uuid| names.get(id).cloned().unwrap_or_default();
 
         // Buckets of the added documents.
-        let mut df: HashMap<Uuid, usize> = HashMap::new();
-        let mut tf: HashMap<Uuid, HashMap<Uuid, usize>> = HashMap::new();
-        for m in &mentions {
-            *df.entry(m.entity).or_default() += 1;
-            if change.added.contains(&m.document) {
-                tf.entry(m.document).or_default().insert(m.entity, m.chunks as usize);
-            }
-        }
+        let df: HashMap<Uuid, usize> = counts.iter().map(|(e, c)| (*e, c.0 as usize)).collect();
         let mut rows = Vec::new();
         for doc in &added {
             let Some(per_doc) = tf.get(&doc.id) else { continue };
@@ -482,7 +551,7 @@ impl Engine {
             stored.first().and_then(|n| n.properties.get(RANKING)).and_then(|v| serde_json::from_value(v.clone()).ok());
         let ranking = match kept {
             Some(mut ranking) => {
-                ranking.update(&touched.iter().copied().collect(), spreads(&mentions, &name));
+                ranking.update(&touched.iter().copied().collect(), spreads_of(&counts, &name));
                 if ranking.named().is_some() {
                     ranking
                 } else {

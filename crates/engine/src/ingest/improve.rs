@@ -206,7 +206,7 @@ impl Engine {
         let started = Instant::now();
         let mut stage = ImproveStage::completed("global_context_index");
         let change = super::global_context::IndexChange::default();
-        if let Err(e) = self.refresh_derived_indexes(dataset, &change, true).await {
+        if let Err(e) = self.refresh_derived_indexes(dataset, &change, true, None).await {
             stage.status = "errored".into();
             stage.error = Some(e.to_string());
         }
