@@ -18,7 +18,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use lancedb::index::vector::IvfHnswSqIndexBuilder;
+use lancedb::index::vector::IvfSqIndexBuilder;
 use lancedb::index::{Index, IndexConfig};
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::{CompactionOptions, OptimizeAction, OptimizeOptions};
@@ -78,12 +78,24 @@ fn spec_of(schema: &Schema) -> Option<EmbeddingSpec> {
 }
 
 /// Vector store on a LanceDB database (a local directory or an object-store URI).
-/// Rows from which a collection gets an approximate (IVF_HNSW_SQ, cosine)
+/// Rows from which a collection gets an approximate (IVF_SQ, cosine)
 /// vector index; smaller collections are searched exactly.
 pub const DEFAULT_INDEX_THRESHOLD: usize = 2_000;
 
 /// Small data files a collection may hold before it is compacted.
 const MAX_FRAGMENTS: usize = 16;
+
+/// How long a replaced version's files stay for readers that opened it
+/// (a search in flight, a process that has not seen the newer version yet).
+const VERSION_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Rows of a data file that compaction leaves alone. Lance's default (a
+/// million) made every compaction of a growing collection rewrite its one
+/// large file with the new small ones: at a write of 500 rows and a
+/// compaction every 16 writes, a collection growing to a million rows
+/// rewrote about 60 million. LanceDB counts a file of fewer rows than this
+/// as small, so the two agree on which files a compaction merges.
+const COMPACTED_FILE_ROWS: usize = 100_000;
 
 /// Vector index segments (the first build, then a delta per fold) a
 /// collection may hold before a fold merges them into one.
@@ -106,6 +118,8 @@ pub struct LanceVectorStore {
     /// Collections held in memory for search (see `cache`), or left to
     /// LanceDB; shared with the loads running in the background.
     caches: Arc<SearchCaches>,
+    /// How long a replaced version stays readable ([`prune_superseded`]).
+    version_grace: std::time::Duration,
 }
 
 /// The default [`LanceVectorStore::with_background_load_rows`]: a smaller
@@ -353,6 +367,7 @@ impl LanceVectorStore {
             cache_budget: DEFAULT_CACHE_BYTES,
             background_load_rows: Some(DEFAULT_BACKGROUND_LOAD_ROWS),
             caches: Arc::new(SearchCaches::default()),
+            version_grace: VERSION_GRACE,
         })
     }
 
@@ -451,6 +466,19 @@ impl LanceVectorStore {
         self
     }
 
+    /// Sets how long a version replaced by a compaction or an index merge
+    /// stays readable before its files are deleted (default ten minutes).
+    pub fn with_version_grace(mut self, grace: std::time::Duration) -> Self {
+        self.version_grace = grace;
+        self
+    }
+
+    /// How many versions of a collection are kept (`None`: no such collection).
+    pub async fn version_count(&self, collection: &str) -> Result<Option<usize>> {
+        let Some((table, _)) = self.open(collection).await? else { return Ok(None) };
+        Ok(Some(table.list_versions().await.map_err(lance_err)?.len()))
+    }
+
     /// Whether a collection has its approximate vector index.
     pub async fn has_vector_index(&self, collection: &str) -> Result<bool> {
         let Some((table, _)) = self.open(collection).await? else { return Ok(false) };
@@ -504,15 +532,22 @@ impl LanceVectorStore {
         let stats = table.stats().await?;
         if stats.fragment_stats.num_small_fragments > MAX_FRAGMENTS {
             table
-                .optimize(OptimizeAction::Compact { options: CompactionOptions::default(), remap_options: None })
+                .optimize(OptimizeAction::Compact {
+                    options: CompactionOptions { target_rows_per_fragment: COMPACTED_FILE_ROWS, ..Default::default() },
+                    remap_options: None,
+                })
                 .await?;
+            prune_superseded(table, self.version_grace).await?;
         }
         let Some(threshold) = self.index_threshold else { return Ok(()) };
         match vector_index(table).await.map_err(MaintainError::Other)? {
             None => {
                 if stats.num_rows >= threshold {
-                    let builder = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
-                    table.create_index(&["vector"], Index::IvfHnswSq(builder)).execute().await?;
+                    // IVF_SQ, not IVF_HNSW_SQ: folding rows into an HNSW
+                    // graph and merging its segments rebuilt the graphs,
+                    // over half of a large ingestion's CPU (docs/backends.md).
+                    let builder = IvfSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+                    table.create_index(&["vector"], Index::IvfSq(builder)).execute().await?;
                 }
             }
             Some(index) => {
@@ -525,6 +560,9 @@ impl LanceVectorStore {
                             OptimizeOptions::default()
                         };
                         table.optimize(OptimizeAction::Index(options)).await?;
+                        if segments >= MAX_INDEX_SEGMENTS {
+                            prune_superseded(table, self.version_grace).await?;
+                        }
                     }
                 }
             }
@@ -774,6 +812,44 @@ where
             Err(e) => return Err(lance_err(e)),
         }
     }
+}
+
+/// Deletes the files of the versions a newer version replaced more than
+/// `grace` ago ([`VERSION_GRACE`] unless set). Lance keeps every version (for time travel,
+/// which nothing here uses), so without this a collection's directory
+/// holds every file compaction and index merges ever replaced: at a
+/// million chunks, several times the live data. A version's own timestamp
+/// is when it was written, not when it was replaced, so the cut-off is the
+/// newest version written before the grace period: every version older
+/// than it was replaced by it or earlier. A reader that opened a replaced
+/// version less than the grace period ago keeps its files.
+async fn prune_superseded(table: &Table, grace: std::time::Duration) -> std::result::Result<(), MaintainError> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+    let versions = table.list_versions().await?;
+    let Some(cut_ms) = versions.iter().map(|v| v.timestamp.timestamp_millis()).filter(|&t| t < now_ms - grace_ms).max()
+    else {
+        return Ok(());
+    };
+    if !versions.iter().any(|v| v.timestamp.timestamp_millis() < cut_ms) {
+        return Ok(());
+    }
+    // Up to a second short of the cut-off, so the cut-off version itself
+    // stays however long the call takes to start.
+    let margin_ms = grace_ms.min(1_000);
+    let Some(older_than) = lancedb::table::Duration::try_milliseconds(now_ms - cut_ms + margin_ms) else {
+        return Ok(());
+    };
+    table
+        .optimize(OptimizeAction::Prune {
+            older_than: Some(older_than),
+            delete_unverified: Some(false),
+            error_if_tagged_old_versions: Some(false),
+        })
+        .await?;
+    Ok(())
 }
 
 /// Runs a query and collects its record batches.

@@ -31,7 +31,7 @@ fn pseudo_random_vector(seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// Past the threshold a collection is indexed (IVF_HNSW_SQ); results stay
+/// Past the threshold a collection is indexed (IVF_SQ); results stay
 /// exact cosine distances of the dataset's own rows, "all rows" stays exhaustive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lancedb_indexes_large_collections_and_stays_correct() {
@@ -137,6 +137,50 @@ async fn lancedb_compacts_small_writes_and_merges_index_segments() {
         assert_eq!(hits[0].payload["i"], probe, "the stored vector itself is the nearest");
         assert!(hits[0].score.abs() < 1e-5);
     }
+}
+
+/// Compaction replaces versions; their files are deleted once the grace
+/// period has passed since they were replaced, never sooner, and every row
+/// stays searchable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaced_versions_are_pruned_after_their_grace_period() {
+    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::DatasetId;
+    let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
+    let ds = DatasetId(uuid::Uuid::new_v4());
+    let vector = |i: usize| pseudo_random_vector(i as u64 + 11);
+    let mut kept = Vec::new();
+    for grace in [std::time::Duration::ZERO, std::time::Duration::from_secs(600)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LanceVectorStore::connect(dir.path().to_str().unwrap())
+            .await
+            .unwrap()
+            .with_index_threshold(None)
+            .with_version_grace(grace);
+        store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
+        // 40 writes: two compactions (past 16 small data files each).
+        for write in 0..40usize {
+            let records: Vec<VectorRecord> = (write * 10..write * 10 + 10)
+                .map(|i| VectorRecord {
+                    id: uuid::Uuid::from_u128(i as u128 + 1),
+                    vector: vector(i),
+                    payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
+                    belongs_to_set: vec![],
+                })
+                .collect();
+            store.upsert(ds, "Thing_text", records).await.unwrap();
+        }
+        assert_eq!(store.count(ds, "Thing_text").await.unwrap(), 400);
+        for probe in [0usize, 205, 399] {
+            let hits = store.search(ds, "Thing_text", &vector(probe), Some(1), None).await.unwrap();
+            assert_eq!(hits[0].payload["i"], probe);
+        }
+        kept.push(store.version_count("Thing_text").await.unwrap().unwrap());
+    }
+    // Without pruning: the create, 40 writes and two compactions.
+    assert!(kept[1] >= 43, "within the grace period every version stays (kept {})", kept[1]);
+    // Pruned at the last compaction: what came after it, and it.
+    assert!(kept[0] < 15, "replaced versions pruned (kept {})", kept[0]);
 }
 
 /// The same suite with the search cache off: every search is a LanceDB query.
