@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use recall::{build_engine, OpenMode, Settings};
 use recall_core::SearchType;
-use recall_engine::{RecallRequest, RememberInput};
+use recall_engine::{RecallRequest, RememberInput, RememberProgress};
 
 /// The allocator of the `recall` binary, so the figures are the binary's.
 #[global_allocator]
@@ -166,6 +166,44 @@ impl AnonPeak {
     }
 }
 
+/// Prints the ingestion's progress every `every` documents: how many are
+/// done, the rate of that window and of the stage so far, and the anonymous
+/// memory, so a long run shows whether it slows with the dataset's size.
+struct WindowProgress {
+    every: usize,
+    chunks_per_doc: usize,
+    started: Instant,
+    /// Documents done in this stage, when the stage and the window began.
+    state: std::sync::Mutex<(usize, Instant, Instant)>,
+}
+
+impl RememberProgress for WindowProgress {
+    fn stage(&self, name: &str, total: usize) {
+        println!("    {name}: {total} documents, {:.0} s into the run", self.started.elapsed().as_secs_f64());
+        if let Ok(mut state) = self.state.lock() {
+            *state = (0, Instant::now(), Instant::now());
+        }
+    }
+
+    fn item_done(&self, _name: &str) {
+        let Ok(mut state) = self.state.lock() else { return };
+        state.0 += 1;
+        if state.0 % self.every == 0 {
+            let chunks = |docs: usize, secs: f64| (docs * self.chunks_per_doc) as f64 / secs;
+            println!(
+                "    {} documents at {:.0} s: {:.0} chunks/s over the last {}, {:.0} over the stage; RssAnon {} MiB",
+                state.0,
+                self.started.elapsed().as_secs_f64(),
+                chunks(self.every, state.2.elapsed().as_secs_f64()),
+                self.every,
+                chunks(state.0, state.1.elapsed().as_secs_f64()),
+                status_kib("RssAnon").unwrap_or(0) >> 10
+            );
+            state.2 = Instant::now();
+        }
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -223,7 +261,13 @@ async fn main() -> recall_core::Result<()> {
     } else {
         let inputs = corpus(docs, chunks_per_doc, words);
         let started = Instant::now();
-        let outcome = engine.remember(&user, "bench", &inputs).await?;
+        let progress = WindowProgress {
+            every: (docs / 50).max(100),
+            chunks_per_doc,
+            started,
+            state: std::sync::Mutex::new((0, started, started)),
+        };
+        let outcome = engine.remember_with_progress(&user, "bench", &inputs, &progress).await?;
         let elapsed = started.elapsed();
         println!(
             "ingest: {} documents, {} chunks in {:.2}s = {:.0} chunks/s",
