@@ -100,7 +100,7 @@ async fn lancedb_collection_spec_survives_reopen() {
 /// fold merges them; searches stay exact on the stored vectors throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lancedb_compacts_small_writes_and_merges_index_segments() {
-    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::ports::{EmbeddingSpec, VectorStore};
     use recall_core::DatasetId;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = LanceVectorStore::connect(dir.path().to_str().unwrap()).await.unwrap().with_index_threshold(Some(300));
@@ -115,15 +115,7 @@ async fn lancedb_compacts_small_writes_and_merges_index_segments() {
     // in several times (each write adds more than a tenth of the rows).
     for write in 0..60usize {
         let n = 10 + write * 3;
-        let records: Vec<VectorRecord> = (rows..rows + n)
-            .map(|i| VectorRecord {
-                id: uuid::Uuid::from_u128(i as u128 + 1),
-                vector: vector(i),
-                payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
-                belongs_to_set: vec![],
-            })
-            .collect();
-        store.upsert(ds, "Thing_text", records).await.unwrap();
+        store.upsert(ds, "Thing_text", indexed_records(rows..rows + n, vector)).await.unwrap();
         rows += n;
         let (fragments, segments) = store.layout("Thing_text").await.unwrap().unwrap();
         max_fragments = max_fragments.max(fragments);
@@ -144,7 +136,7 @@ async fn lancedb_compacts_small_writes_and_merges_index_segments() {
 /// stays searchable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaced_versions_are_pruned_after_their_grace_period() {
-    use recall_core::ports::{EmbeddingSpec, VectorRecord, VectorStore};
+    use recall_core::ports::{EmbeddingSpec, VectorStore};
     use recall_core::DatasetId;
     let spec = EmbeddingSpec { model: "m".into(), dimensions: 8 };
     let ds = DatasetId(uuid::Uuid::new_v4());
@@ -160,15 +152,7 @@ async fn replaced_versions_are_pruned_after_their_grace_period() {
         store.ensure_collection(ds, "Thing_text", &spec).await.unwrap();
         // 40 writes: two compactions (past 16 small data files each).
         for write in 0..40usize {
-            let records: Vec<VectorRecord> = (write * 10..write * 10 + 10)
-                .map(|i| VectorRecord {
-                    id: uuid::Uuid::from_u128(i as u128 + 1),
-                    vector: vector(i),
-                    payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
-                    belongs_to_set: vec![],
-                })
-                .collect();
-            store.upsert(ds, "Thing_text", records).await.unwrap();
+            store.upsert(ds, "Thing_text", indexed_records(write * 10..write * 10 + 10, vector)).await.unwrap();
         }
         assert_eq!(store.count(ds, "Thing_text").await.unwrap(), 400);
         for probe in [0usize, 205, 399] {
@@ -501,6 +485,21 @@ async fn racing_maintenance_fails_no_write() {
 }
 
 /// Row `n`: id `n`, a pseudo-random vector seeded by `n`, payload `{"n": n}`.
+/// Records `range`, each with id `i + 1`, `vector(i)` and payload `{"i": i}`.
+fn indexed_records(
+    range: std::ops::Range<usize>,
+    vector: impl Fn(usize) -> Vec<f32>,
+) -> Vec<recall_core::ports::VectorRecord> {
+    range
+        .map(|i| recall_core::ports::VectorRecord {
+            id: uuid::Uuid::from_u128(i as u128 + 1),
+            vector: vector(i),
+            payload: serde_json::json!({"i": i}).as_object().cloned().unwrap(),
+            belongs_to_set: vec![],
+        })
+        .collect()
+}
+
 fn numbered(n: u64) -> recall_core::ports::VectorRecord {
     recall_core::ports::VectorRecord {
         id: uuid::Uuid::from_u128(u128::from(n)),
