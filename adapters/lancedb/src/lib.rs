@@ -554,13 +554,10 @@ impl LanceVectorStore {
                 if let Some(stats) = table.index_stats(&index.name).await? {
                     if stats.num_unindexed_rows * 10 > stats.num_indexed_rows.max(1) {
                         let segments = stats.num_indices.unwrap_or(1) as usize;
-                        let options = if segments >= MAX_INDEX_SEGMENTS {
-                            OptimizeOptions::merge(segments)
-                        } else {
-                            OptimizeOptions::default()
-                        };
+                        let merge = segments >= MAX_INDEX_SEGMENTS;
+                        let options = if merge { OptimizeOptions::merge(segments) } else { OptimizeOptions::default() };
                         table.optimize(OptimizeAction::Index(options)).await?;
-                        if segments >= MAX_INDEX_SEGMENTS {
+                        if merge {
                             prune_superseded(table, self.version_grace).await?;
                         }
                     }
@@ -815,8 +812,8 @@ where
 }
 
 /// Deletes the files of the versions a newer version replaced more than
-/// `grace` ago ([`VERSION_GRACE`] unless set). Lance keeps every version (for time travel,
-/// which nothing here uses), so without this a collection's directory
+/// `grace` ago ([`VERSION_GRACE`] unless set). Lance keeps every version
+/// (for time travel, which nothing here uses), so without this a collection's directory
 /// holds every file compaction and index merges ever replaced: at a
 /// million chunks, several times the live data. A version's own timestamp
 /// is when it was written, not when it was replaced, so the cut-off is the

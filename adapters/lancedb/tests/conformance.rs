@@ -484,7 +484,6 @@ async fn racing_maintenance_fails_no_write() {
     }
 }
 
-/// Row `n`: id `n`, a pseudo-random vector seeded by `n`, payload `{"n": n}`.
 /// Records `range`, each with id `i + 1`, `vector(i)` and payload `{"i": i}`.
 fn indexed_records(
     range: std::ops::Range<usize>,
@@ -500,6 +499,7 @@ fn indexed_records(
         .collect()
 }
 
+/// Row `n`: id `n`, a pseudo-random vector seeded by `n`, payload `{"n": n}`.
 fn numbered(n: u64) -> recall_core::ports::VectorRecord {
     recall_core::ports::VectorRecord {
         id: uuid::Uuid::from_u128(u128::from(n)),

@@ -255,7 +255,7 @@ impl WidespreadRanking {
 
 /// Spreads from mention rows, named by `name`.
 fn spreads(rows: &[Mentions], name: &dyn Fn(&Uuid) -> String) -> Vec<Spread> {
-    spreads_of(&tally(rows, &BTreeSet::new()).0, name)
+    spreads_of(&tally(rows), name)
 }
 
 /// Spreads from per-entity counts, named by `name`; an entity no document
@@ -352,27 +352,20 @@ pub(crate) struct IndexChange {
 /// item's chunks are written in one batch). Another process writing the
 /// same dataset meanwhile is not seen until the next remember or improve.
 #[derive(Debug, Default)]
-pub(crate) struct RunningSpreads(HashMap<Uuid, (u64, u64)>);
+pub(crate) struct RunningSpreads(Counts);
 
 /// Per entity: documents and chunks that mention it.
 type Counts = HashMap<Uuid, (u64, u64)>;
 
-/// Per document: chunks that mention each entity.
-type TermFrequencies = HashMap<Uuid, HashMap<Uuid, usize>>;
-
-/// Counts and the `added` documents' term frequencies from mention rows.
-fn tally(rows: &[Mentions], added: &BTreeSet<Uuid>) -> (Counts, TermFrequencies) {
+/// Per-entity counts from mention rows.
+fn tally(rows: &[Mentions]) -> Counts {
     let mut counts: Counts = HashMap::new();
-    let mut tf: TermFrequencies = HashMap::new();
     for m in rows {
         let c = counts.entry(m.entity).or_default();
         c.0 += 1;
         c.1 += m.chunks;
-        if added.contains(&m.document) {
-            tf.entry(m.document).or_default().insert(m.entity, m.chunks as usize);
-        }
     }
-    (counts, tf)
+    counts
 }
 
 /// The property of the root node holding its [`WidespreadRanking`].
@@ -462,13 +455,13 @@ impl Engine {
         let mut touched: BTreeSet<Uuid> = change.entities.clone();
         let mut summaries_by_doc: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         // The added documents' mentions: chunks of each that mention each entity.
-        let mut added_tf: TermFrequencies = HashMap::new();
+        let mut tf: HashMap<Uuid, HashMap<Uuid, usize>> = HashMap::new();
         for e in graph.edges_touching(ds, &chunks, EdgeProjection::Only(&[])).await? {
             match e.relationship_name.as_str() {
                 "contains" if chunk_doc.contains_key(&e.source_node_id) => {
                     touched.insert(e.target_node_id);
                     if let Some(doc) = chunk_doc.get(&e.source_node_id) {
-                        *added_tf.entry(*doc).or_default().entry(e.target_node_id).or_default() += 1;
+                        *tf.entry(*doc).or_default().entry(e.target_node_id).or_default() += 1;
                     }
                 }
                 "made_from" => {
@@ -480,7 +473,7 @@ impl Engine {
             }
         }
         let touched: Vec<Uuid> = touched.into_iter().collect();
-        let (counts, tf) = match running {
+        let counts: Counts = match running {
             Some(run) => {
                 // Entities whose mentions changed otherwise are counted again.
                 for e in &change.entities {
@@ -488,8 +481,8 @@ impl Engine {
                 }
                 let new: Vec<Uuid> = touched.iter().filter(|e| !run.0.contains_key(e)).copied().collect();
                 // Counted from the store, this window's documents included.
-                let (fresh, _) = tally(&graph.document_mentions(ds, &new).await?, &BTreeSet::new());
-                for per_doc in added_tf.values() {
+                let fresh = tally(&graph.document_mentions(ds, &new).await?);
+                for per_doc in tf.values() {
                     for (entity, chunks) in per_doc {
                         if let Some(c) = run.0.get_mut(entity) {
                             c.0 += 1;
@@ -500,8 +493,7 @@ impl Engine {
                 for e in new {
                     run.0.insert(e, fresh.get(&e).copied().unwrap_or_default());
                 }
-                let counts: Counts = touched.iter().filter_map(|e| run.0.get(e).map(|c| (*e, *c))).collect();
-                (counts, added_tf)
+                touched.iter().filter_map(|e| run.0.get(e).map(|c| (*e, *c))).collect()
             }
             None => {
                 // Without added documents the touched entities are the
@@ -510,7 +502,7 @@ impl Engine {
                     Some(rows) if added.is_empty() => rows,
                     _ => graph.document_mentions(ds, &touched).await?,
                 };
-                tally(&mentions, &change.added)
+                tally(&mentions)
             }
         };
         let names: HashMap<Uuid, String> = graph
