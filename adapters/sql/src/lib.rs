@@ -30,6 +30,13 @@ pub(crate) fn db_err(err: DbErr) -> RecallError {
 /// The most bytes of an SQLite file each connection maps (1 GiB).
 const SQLITE_MMAP_SIZE: &str = "1073741824";
 
+/// Each connection's page cache (negative: in KiB; 64 MiB, where SQLite's default is 2 MiB):
+/// it holds the pages beyond the memory map, which a large store reads and
+/// writes through it — the interior pages of the edge indexes, keyed by
+/// random ids, are touched by every insert. A connection fills it only as
+/// it reads, up to this bound.
+const SQLITE_CACHE_KIB: &str = "-65536";
+
 /// A pooled connection to SQLite or Postgres, with the schema in place.
 #[derive(Clone)]
 pub struct SqlDatabase {
@@ -81,6 +88,7 @@ impl SqlDatabase {
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
                     .pragma("mmap_size", SQLITE_MMAP_SIZE)
+                    .pragma("cache_size", SQLITE_CACHE_KIB)
             });
             opts.max_connections(8);
         } else {

@@ -16,7 +16,7 @@ use recall_core::model::collections::{
     TEXT_SUMMARY_TEXT, TRIPLET_TEXT,
 };
 use recall_core::model::node_types;
-use recall_core::ports::{EdgeKey, EdgeProjection, GraphExtractor, Summarizer, VectorRecord};
+use recall_core::ports::{EdgeKey, EdgeProjection, GraphExtractor, GraphStore, Summarizer, VectorRecord};
 use recall_core::{
     ids, normalise_entity_name, DataItem, DataPointBase, Dataset, DatasetId, Document, DocumentChunk, Edge,
     KnowledgeGraph, Node, RecallError, Result, Subgraph, TextSummary,
@@ -217,7 +217,7 @@ impl Engine {
     ) -> Result<CognifyStats> {
         let mut stats = CognifyStats::default();
         let mut change = IndexChange::default();
-        let mut running = RunningSpreads::default();
+        let mut running = RunningCounts::default();
         let mut batch: Vec<(PendingItem, Vec<super::chunking::TextChunk>)> = Vec::new();
         let mut batch_chunks = 0;
         let mut since_refresh = 0;
@@ -230,7 +230,7 @@ impl Engine {
             if batch_chunks >= budget || pending.peek().is_none() {
                 let items: Vec<_> = std::mem::take(&mut batch);
                 batch_chunks = 0;
-                let written = self.write_batch(dataset.id, &items, &mut change.edge_texts).await?;
+                let written = self.write_batch(dataset.id, &items, &mut change).await?;
                 // Completed and visible together (crate::visibility).
                 let ids: Vec<Uuid> = items.iter().map(|(p, _)| p.item.id).collect();
                 self.relational.data.complete_data(dataset.id, &ids).await?;
@@ -248,6 +248,9 @@ impl Engine {
                 }
             }
         }
+        // The last window counts its edge texts from the store: a text two
+        // writers of one dataset raced on is repaired by the next write.
+        running.edge_types.clear();
         self.refresh_derived_indexes(dataset, &change, recount_all, Some(&mut running)).await?;
         Ok(stats)
     }
@@ -257,7 +260,7 @@ impl Engine {
         &self,
         dataset: DatasetId,
         items: &[(PendingItem, Vec<super::chunking::TextChunk>)],
-        touched_edge_texts: &mut BTreeSet<String>,
+        change: &mut IndexChange,
     ) -> Result<usize> {
         let mut graph = BatchGraph::default();
         for (pending, chunks) in items {
@@ -289,7 +292,7 @@ impl Engine {
             }
             graph.documents.push(document);
         }
-        let result = self.write_batch_inner(dataset, &mut graph, touched_edge_texts).await;
+        let result = self.write_batch_inner(dataset, &mut graph, change).await;
         if result.is_err() {
             self.remove_chunk_level_rows(dataset, &graph).await;
         }
@@ -300,7 +303,7 @@ impl Engine {
         &self,
         dataset: DatasetId,
         graph: &mut BatchGraph,
-        touched_edge_texts: &mut BTreeSet<String>,
+        change: &mut IndexChange,
     ) -> Result<usize> {
         // Extraction and summaries: bounded parallelism across chunks.
         let concurrency = self.config.extraction_concurrency.max(1);
@@ -345,6 +348,9 @@ impl Engine {
         let entity_ids: Vec<Uuid> = graph.entities.keys().copied().collect();
         let existing: HashMap<Uuid, Node> =
             self.graph.get_nodes(dataset, &entity_ids).await?.into_iter().map(|n| (n.id, n)).collect();
+        // Entities whose `is_a` edge the dataset already has: the type their
+        // node records, written with that edge.
+        let mut typed = HashSet::new();
         for (id, acc) in graph.entities.iter_mut() {
             if let Some(node) = existing.get(id) {
                 acc.description = merge_description(prop_str(node, "description").unwrap_or(""), &acc.description);
@@ -352,6 +358,7 @@ impl Engine {
                     if let Ok(t) = Uuid::parse_str(t) {
                         acc.type_id = t;
                         acc.type_name = tn.to_string();
+                        typed.insert(*id);
                     }
                 }
             }
@@ -501,8 +508,18 @@ impl Engine {
         let edges: Vec<Edge> = graph.edges.values().cloned().collect();
         let relations: Vec<(Edge, Vec<String>)> =
             graph.relations.values().map(|(edge, docs)| (edge.clone(), docs.iter().cloned().collect())).collect();
-        touched_edge_texts
+        change
+            .edge_texts
             .extend(edges.iter().chain(relations.iter().map(|(e, _)| e)).filter_map(counted_text).cloned());
+        // New to the dataset: every edge of the batch's new chunks and
+        // summaries, the `is_a` of an entity without one, a relation not known.
+        let new_edges = edges
+            .iter()
+            .filter(|e| !(e.relationship_name == "is_a" && typed.contains(&e.source_node_id)))
+            .chain(graph.relations.iter().filter(|(key, _)| !known_relations.contains(*key)).map(|(_, (e, _))| e));
+        for text in new_edges.filter_map(counted_text) {
+            *change.new_edges.entry(text.clone()).or_default() += 1;
+        }
         self.graph.upsert_edges(dataset, &edges).await?;
         self.graph.upsert_stated_edges(dataset, &relations).await?;
         self.graph.upsert_nodes(dataset, &merged).await?;
@@ -629,21 +646,23 @@ impl Engine {
         }
     }
 
-    /// Recounts the EdgeType rows of the change's edge texts from the
-    /// visible graph, read by text (one row per distinct edge text,
-    /// `number_of_edges` its multiplicity; a text that no longer occurs
-    /// loses its row), then follows the change in the global context index.
-    /// With `full` (after an interrupted run, a forget's retry, and
-    /// improve), the visible graph is read whole: every row that disagrees
-    /// with it is recounted too (the texts a killed run touched are not
-    /// known) and the global context index is rebuilt.
+    /// Counts the EdgeType rows of the change's edge texts on the visible
+    /// graph (one row per distinct edge text, `number_of_edges` its
+    /// multiplicity; a text that no longer occurs loses its row), then
+    /// follows the change in the global context index. A text is counted by
+    /// reading its edges, except in a remember's `running` counts, which
+    /// hold it from the first window that touched it and add each later
+    /// window's new edges. With `full` (after an interrupted run, a forget's
+    /// retry, and improve), the visible graph is read whole: every row that
+    /// disagrees with it is recounted too (the texts a killed run touched
+    /// are not known) and the global context index is rebuilt.
     #[tracing::instrument(level = "debug", skip_all, fields(full = full))]
     pub(crate) async fn refresh_derived_indexes(
         &self,
         dataset: &Dataset,
         change: &IndexChange,
         full: bool,
-        running: Option<&mut RunningSpreads>,
+        running: Option<&mut RunningCounts>,
     ) -> Result<()> {
         // Built from what searches may see: nothing of an unfinished item.
         let data = &self.relational.data;
@@ -665,10 +684,13 @@ impl Engine {
             rows
         });
         let (graph, _) = crate::visibility::visible_ports(&self.graph, &self.vectors, hidden);
-        let texts: Vec<String> = change.edge_texts.iter().cloned().collect();
-        let edges = graph.edges_with_texts(dataset.id, &texts).await?;
-        self.write_edge_types(dataset.id, &change.edge_texts, &edge_text_counts(edges.iter())).await?;
-        self.update_global_context_index(dataset, graph.as_ref(), change, known_mentions, running).await
+        let (edge_types, spreads) = match running {
+            Some(run) => (Some(&mut run.edge_types), Some(&mut run.spreads)),
+            None => (None, None),
+        };
+        let (texts, counts) = edge_type_counts(graph.as_ref(), dataset.id, change, edge_types).await?;
+        self.write_edge_types(dataset.id, &texts, &counts).await?;
+        self.update_global_context_index(dataset, graph.as_ref(), change, known_mentions, spreads).await
     }
 
     /// Writes the EdgeType rows of `touched` texts from `counts`; a text
@@ -784,6 +806,55 @@ pub(crate) fn description_without<'a>(
 /// How many edges carry each text, as EdgeType rows count them: every
 /// edge but the global context index's own `summarized_in` plumbing
 /// (rewritten after the counts).
+/// The counts of a remember's derived rows, kept across its window
+/// refreshes ([`crate::EngineConfig::index_refresh_chunks`]) so that a
+/// window costs what it wrote, not what the dataset holds: the spreads of
+/// the entities it touched ([`RunningSpreads`]) and the EdgeType counts.
+/// Counting an edge text reads every edge with it, and a corpus whose texts
+/// recur (a summary or a mention repeated across documents) touched most of
+/// its texts in every window, so a large remember read most of the graph's
+/// edges every 2 000 chunks.
+#[derive(Debug, Default)]
+pub(crate) struct RunningCounts {
+    spreads: RunningSpreads,
+    /// Per counted edge text: its visible edges.
+    edge_types: HashMap<String, usize>,
+}
+
+/// The texts whose EdgeType rows `change` rewrites, and their counts (a
+/// text without a count has no edge left). Without `running`, every text of
+/// the change is counted from its edges. With it, a text it holds gets the
+/// change's new edges added and is rewritten only if some were; a text it
+/// does not hold yet is counted from its edges (the change's own included)
+/// and kept.
+async fn edge_type_counts(
+    graph: &dyn GraphStore,
+    dataset: DatasetId,
+    change: &IndexChange,
+    running: Option<&mut HashMap<String, usize>>,
+) -> Result<(BTreeSet<String>, HashMap<String, usize>)> {
+    let Some(run) = running else {
+        let texts: Vec<String> = change.edge_texts.iter().cloned().collect();
+        let edges = graph.edges_with_texts(dataset, &texts).await?;
+        return Ok((change.edge_texts.clone(), edge_text_counts(edges.iter())));
+    };
+    let mut written = BTreeSet::new();
+    for (text, added) in &change.new_edges {
+        if let Some(n) = run.get_mut(text) {
+            *n += added;
+            written.insert(text.clone());
+        }
+    }
+    let unknown: Vec<String> = change.edge_texts.iter().filter(|t| !run.contains_key(*t)).cloned().collect();
+    let counted = edge_text_counts(graph.edges_with_texts(dataset, &unknown).await?.iter());
+    for text in unknown {
+        run.insert(text.clone(), counted.get(&text).copied().unwrap_or(0));
+        written.insert(text);
+    }
+    let counts = written.iter().filter_map(|t| run.get(t).filter(|n| **n > 0).map(|n| (t.clone(), *n))).collect();
+    Ok((written, counts))
+}
+
 fn edge_text_counts<'e>(edges: impl Iterator<Item = &'e Edge>) -> HashMap<String, usize> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for text in edges.filter_map(counted_text) {

@@ -323,6 +323,11 @@ pub(crate) fn plan_index(dataset: &Dataset, graph: &Subgraph) -> (Vec<SummaryRow
 pub(crate) struct IndexChange {
     /// Edge texts whose EdgeType count may have changed.
     pub edge_texts: BTreeSet<String>,
+    /// Per counted edge text, the edges the change added (a cognify knows
+    /// which of its edges the dataset did not have; a forget adds none): a
+    /// remember's window adds them to the counts it already holds
+    /// ([`crate::ingest::cognify::RunningCounts`]).
+    pub new_edges: HashMap<String, usize>,
     /// Documents written (their buckets are built).
     pub added: BTreeSet<Uuid>,
     /// Documents forgotten (their buckets go).
