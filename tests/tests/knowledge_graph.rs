@@ -778,3 +778,29 @@ async fn writes_follow_the_derived_indexes_on_the_embedded_default() {
     let dir = tempfile::tempdir().unwrap();
     writes_follow_as_a_full_build_would(&embedded(dir.path()).await).await;
 }
+
+/// A text that recurs across a remember's windows (the same sentence in
+/// several documents: one `contains` text per entity it names) is counted
+/// from the store in the first window that touches it and then grows by each
+/// window's new edges; the last window here does not touch it, so only that
+/// running count can be right, and it must equal a full recount.
+#[tokio::test]
+async fn a_text_recurring_across_windows_is_counted_as_a_full_build_would() {
+    let config = recall_engine::EngineConfig { chunks_per_batch: 1, index_refresh_chunks: 1, ..Default::default() };
+    let engine = memory_builder().config(config).build().unwrap();
+    let user = me(&engine).await;
+    let mut docs: Vec<RememberInput> = (0..6)
+        .map(|i| RememberInput::Text {
+            text: format!("Ada Lovelace met Alan Turing.\n\n{} slept.", made_up_name(700 + i)),
+            name: Some(format!("same{i}.txt")),
+        })
+        .collect();
+    docs.push(RememberInput::Text { text: format!("{} slept.", made_up_name(799)), name: Some("last.txt".into()) });
+    assert_eq!(engine.remember(&user, "recur", &docs).await.unwrap().items_added, 7);
+    let ds = dataset_id(&engine, "recur").await;
+    let (_, counts) = derived_rows(&engine, ds).await;
+    assert!(counts.values().any(|n| *n >= 6), "a text counted in every window: {counts:?}");
+    engine.improve(&user, &"recur".into(), None).await.unwrap();
+    let (_, full_counts) = derived_rows(&engine, ds).await;
+    assert_eq!(counts, full_counts, "EdgeType counts");
+}
