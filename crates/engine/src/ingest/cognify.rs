@@ -803,9 +803,6 @@ pub(crate) fn description_without<'a>(
     (description != old).then_some(description)
 }
 
-/// How many edges carry each text, as EdgeType rows count them: every
-/// edge but the global context index's own `summarized_in` plumbing
-/// (rewritten after the counts).
 /// The counts of a remember's derived rows, kept across its window
 /// refreshes ([`crate::EngineConfig::index_refresh_chunks`]) so that a
 /// window costs what it wrote, not what the dataset holds: the spreads of
@@ -855,6 +852,9 @@ async fn edge_type_counts(
     Ok((written, counts))
 }
 
+/// How many edges carry each text, as EdgeType rows count them: every
+/// edge but the global context index's own `summarized_in` plumbing
+/// (rewritten after the counts).
 fn edge_text_counts<'e>(edges: impl Iterator<Item = &'e Edge>) -> HashMap<String, usize> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for text in edges.filter_map(counted_text) {
