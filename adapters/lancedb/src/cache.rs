@@ -24,6 +24,8 @@ use recall_core::DatasetId;
 use simsimd::SpatialSimilarity;
 use uuid::Uuid;
 
+use crate::partitions::Partitions;
+
 /// Rows scanned per task: past this a search is split across blocking
 /// threads (a scan of this many 384-wide rows takes ~2 ms).
 const ROWS_PER_TASK: usize = 16_384;
@@ -115,6 +117,9 @@ pub(crate) struct FlatIndex {
     position: HashMap<Uuid, usize>,
     /// Bytes of the payloads and set names, kept up to date by every change.
     text_bytes: usize,
+    /// The rows grouped around centroids, once there are enough of them
+    /// (see [`FlatIndex::repartition`]).
+    partitions: Option<Partitions>,
 }
 
 fn text_bytes(payload: &str, sets: &[String]) -> usize {
@@ -141,6 +146,7 @@ impl FlatIndex {
             sets: Vec::new(),
             position: HashMap::new(),
             text_bytes: 0,
+            partitions: None,
         }
     }
 
@@ -155,6 +161,36 @@ impl FlatIndex {
             + self.quantized.len() * std::mem::size_of::<Quantized>()
             + self.text_bytes
             + self.ids.len() * ROW_OVERHEAD
+            + self.partitions.as_ref().map_or(0, Partitions::bytes)
+    }
+
+    /// Whether the rows want partitions trained (again): there are
+    /// `min_rows` of them (`None`: never) and no partitions, or four times
+    /// as many as when they were trained.
+    fn wants_partitions(&self, min_rows: Option<usize>) -> bool {
+        let rows = self.len();
+        min_rows.is_some_and(|m| rows >= m.max(1))
+            && self.partitions.as_ref().is_none_or(|p| rows >= p.trained_rows() * 4)
+    }
+
+    /// Trains the partitions when the rows want them. Training reads every
+    /// row (seconds at a million rows of 384 dimensions), so it runs when a
+    /// collection is loaded, off the search path; a write that grows the rows
+    /// past the point drops the cache instead (the next search reloads it in
+    /// the background). Rows removed since keep the partitions they have.
+    fn repartition(&mut self, min_rows: Option<usize>) {
+        let rows = self.len();
+        if self.wants_partitions(min_rows) {
+            let started = std::time::Instant::now();
+            let partitions = Partitions::train(&self.vectors, self.dims);
+            tracing::debug!(
+                rows,
+                partitions = partitions.count(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "search cache partitioned"
+            );
+            self.partitions = Some(partitions);
+        }
     }
 
     /// Inserts or replaces a row (the caller checked its width).
@@ -171,8 +207,14 @@ impl FlatIndex {
                 self.quantized[at] = quantized;
                 self.payloads[at] = row.payload;
                 self.sets[at] = row.sets;
+                if let Some(partitions) = &mut self.partitions {
+                    partitions.replace(at, &vector);
+                }
             }
             None => {
+                if let Some(partitions) = &mut self.partitions {
+                    partitions.push(&vector);
+                }
                 self.position.insert(row.id, self.ids.len());
                 self.ids.push(row.id);
                 self.vectors.extend_from_slice(&vector);
@@ -187,6 +229,9 @@ impl FlatIndex {
     pub(crate) fn remove(&mut self, id: &Uuid) {
         let Some(at) = self.position.remove(id) else { return };
         self.text_bytes -= text_bytes(&self.payloads[at], &self.sets[at]);
+        if let Some(partitions) = &mut self.partitions {
+            partitions.swap_remove(at);
+        }
         let last = self.ids.len() - 1;
         if at != last {
             let moved = self.ids[last];
@@ -246,7 +291,7 @@ impl FlatIndex {
     fn estimate(
         &self,
         query: &QuantizedQuery,
-        range: std::ops::Range<usize>,
+        range: impl IntoIterator<Item = usize>,
         limit: usize,
         filter: Option<&NodeSetFilter>,
     ) -> Estimates {
@@ -391,12 +436,16 @@ fn survivors(lowers: &mut [f64], mut candidates: Vec<(f64, usize, Uuid)>, limit:
 pub(crate) struct CollectionCache {
     dims: usize,
     datasets: RwLock<HashMap<DatasetId, FlatIndex>>,
+    /// Rows of one dataset from which its searches probe partitions
+    /// (`None`: every search scans every row).
+    partition_rows: Option<usize>,
 }
 
 impl CollectionCache {
-    pub(crate) fn new(dims: usize, rows: Vec<(DatasetId, CachedRow)>) -> Self {
-        let cache = Self { dims, datasets: RwLock::new(HashMap::new()) };
+    pub(crate) fn new(dims: usize, rows: Vec<(DatasetId, CachedRow)>, partition_rows: Option<usize>) -> Self {
+        let cache = Self { dims, datasets: RwLock::new(HashMap::new()), partition_rows };
         cache.upsert_rows(rows);
+        cache.partition();
         cache
     }
 
@@ -426,12 +475,32 @@ impl CollectionCache {
         }
     }
 
+    /// Partitions every dataset's rows that want it (at the end of a load).
+    pub(crate) fn partition(&self) {
+        for index in self.write().values_mut() {
+            index.repartition(self.partition_rows);
+        }
+    }
+
+    /// Whether a dataset's rows have grown past their partitions (or into
+    /// wanting some) since the load: the caller drops the cache so a reload
+    /// trains them off the search path.
+    pub(crate) fn outgrew_partitions(&self) -> bool {
+        self.read().values().any(|index| index.wants_partitions(self.partition_rows))
+    }
+
     pub(crate) fn remove(&self, dataset: DatasetId, ids: &[Uuid]) {
         if let Some(index) = self.write().get_mut(&dataset) {
             for id in ids {
                 index.remove(id);
             }
         }
+    }
+
+    /// Whether a dataset's searches probe partitions (for tests and figures).
+    #[cfg(test)]
+    pub(crate) fn partitioned(&self, dataset: DatasetId) -> bool {
+        self.read().get(&dataset).is_some_and(|index| index.partitions.is_some())
     }
 
     pub(crate) fn has_rows(&self, dataset: DatasetId) -> bool {
@@ -460,6 +529,12 @@ impl CollectionCache {
             return Vec::new();
         }
         let quantized_limit = limit.filter(|_| !query.iter().all(|x| *x == 0.0));
+        if let (Some(limit), None) = (quantized_limit, &filter) {
+            let partitioned = self.read().get(&dataset).is_some_and(|index| index.partitions.is_some());
+            if partitioned {
+                return self.partitioned_search(dataset, query, limit, payloads).await;
+            }
+        }
         if rows <= ROWS_PER_TASK {
             // One task's rows: searched here, through the codes when a limit
             // lets the first pass leave rows out.
@@ -481,6 +556,40 @@ impl CollectionCache {
             Some(limit) => self.quantized_search(dataset, query, rows, limit, filter, payloads).await,
             None => self.split_scan(dataset, query, rows, limit, filter, payloads).await,
         }
+    }
+
+    /// The best `limit` rows of the partitions nearest the query: the int8
+    /// first pass and the exact re-scoring of [`Self::quantized_search`],
+    /// over the probed rows only (a tenth or so of a large collection's), on
+    /// one blocking thread. A search with a node-set filter scans every row
+    /// instead: its matches may be few and anywhere.
+    async fn partitioned_search(
+        self: &Arc<Self>,
+        dataset: DatasetId,
+        query: Arc<[f32]>,
+        limit: usize,
+        payloads: bool,
+    ) -> Vec<ScoredResult> {
+        let cache = Arc::clone(self);
+        let searched = tokio::task::spawn_blocking(move || {
+            let datasets = cache.read();
+            let Some(index) = datasets.get(&dataset) else { return Vec::new() };
+            let Some(partitions) = &index.partitions else { return Vec::new() };
+            let probed = partitions.probe(&query, limit);
+            let Estimates { mut lowers, candidates } =
+                index.estimate(&QuantizedQuery::new(&query), probed.iter().map(|r| *r as usize), limit, None);
+            let candidates = survivors(&mut lowers, candidates, limit);
+            tracing::trace!(
+                rows = index.len(),
+                probed = probed.len(),
+                rescored = candidates.len(),
+                "partitioned search"
+            );
+            let best = index.rescored(&query, candidates, limit, None);
+            best.into_iter().map(|h| index.hit(h, payloads)).collect()
+        });
+        // A search cannot panic on stored data.
+        searched.await.unwrap_or_default()
     }
 
     /// Every row scanned exactly, in tasks of [`ROWS_PER_TASK`] rows.
@@ -561,6 +670,8 @@ impl CollectionCache {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::collections::HashSet;
+
     use super::*;
 
     fn row(i: u128, vector: Vec<f32>, sets: &[&str]) -> CachedRow {
@@ -604,7 +715,7 @@ mod tests {
         let rows: Vec<(DatasetId, CachedRow)> =
             (0..n as u128).map(|i| (ds, row(i + 1, vector(i as u64, 16), &[]))).collect();
         let stored: Vec<Vec<f32>> = rows.iter().map(|(_, r)| r.vector.clone()).collect();
-        let cache = Arc::new(CollectionCache::new(16, rows));
+        let cache = Arc::new(CollectionCache::new(16, rows, None));
         for probe in [0u64, 77, 40_000] {
             let q = vector(probe + 1_000_000, 16);
             let mut expected: Vec<(f64, usize)> = stored.iter().enumerate().map(|(i, v)| (cosine(&q, v), i)).collect();
@@ -682,7 +793,7 @@ mod tests {
                 (ds, row(u128::from(i) + 1, v, sets))
             })
             .collect();
-        let cache = Arc::new(CollectionCache::new(dims, rows));
+        let cache = Arc::new(CollectionCache::new(dims, rows, None));
         let filters = [None, Some(NodeSetFilter::Any(vec!["a".into()]))];
         for probe in [3u64, 17, 555] {
             let mut q = vector(probe, dims);
@@ -699,6 +810,103 @@ mod tests {
         }
     }
 
+    /// Rows clustered around `clusters` centres (the structure real
+    /// embeddings have and IVF relies on), `dims` wide.
+    fn clustered(seed: u64, clusters: u64, dims: usize) -> Vec<f32> {
+        let centre = vector(seed % clusters, dims);
+        let noise = vector(seed + 1_000_000, dims);
+        centre.iter().zip(&noise).map(|(c, n)| c + 0.35 * n).collect()
+    }
+
+    /// A search whose probes reach every partition equals the exhaustive
+    /// scan, before and after rows are added, replaced and removed: the
+    /// partitions' upkeep loses no row and lists none twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn partitioned_search_probing_every_partition_equals_the_scan() {
+        let ds = DatasetId(Uuid::from_u128(5));
+        let dims = 16;
+        let n = crate::partitions::ROWS_PER_PARTITION * 3;
+        let rows = |range: std::ops::Range<u64>, shift: u64| -> Vec<(DatasetId, CachedRow)> {
+            range.map(|i| (ds, row(u128::from(i) + 1, clustered(i + shift, 50, dims), &[]))).collect()
+        };
+        let partitioned = Arc::new(CollectionCache::new(dims, rows(0..n as u64, 0), Some(1_000)));
+        let exact = Arc::new(CollectionCache::new(dims, rows(0..n as u64, 0), None));
+        assert!(partitioned.partitioned(ds) && !exact.partitioned(ds));
+        let compare = |label: &'static str| {
+            let (partitioned, exact) = (Arc::clone(&partitioned), Arc::clone(&exact));
+            async move {
+                for probe in [1u64, 33, 4_242] {
+                    let q = clustered(probe + 7_000_000, 50, dims);
+                    for k in [1, 10, 100] {
+                        let got: Vec<(Uuid, f64)> = partitioned
+                            .search(ds, &q, Some(k), None, false)
+                            .await
+                            .iter()
+                            .map(|h| (h.id, h.score))
+                            .collect();
+                        let want: Vec<(Uuid, f64)> =
+                            exact.search(ds, &q, Some(k), None, false).await.iter().map(|h| (h.id, h.score)).collect();
+                        assert_eq!(got, want, "{label}: probe {probe}, k {k}");
+                    }
+                }
+            }
+        };
+        compare("as loaded").await;
+        let ids: Vec<Uuid> = [0u128, 5, 9, n as u128 - 1].iter().map(|i| Uuid::from_u128(i + 1)).collect();
+        for cache in [&partitioned, &exact] {
+            // New rows, rows replaced with other vectors, rows removed (the last one too).
+            cache.upsert_rows(rows(n as u64..n as u64 + 500, 0));
+            cache.upsert_rows(rows(100..300, 13));
+            cache.remove(ds, &ids);
+        }
+        assert!(!partitioned.outgrew_partitions(), "grown by a few rows only");
+        compare("after upkeep").await;
+    }
+
+    /// Past the partition threshold a search reads a share of the rows and
+    /// still finds most true neighbours on clustered rows; under it, and
+    /// after rows fourfold, the cache asks to be loaded (and partitioned) again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn partitioned_search_finds_most_true_neighbours() {
+        let ds = DatasetId(Uuid::from_u128(6));
+        let dims = 32;
+        let n = crate::partitions::ROWS_PER_PARTITION * 40;
+        let rows: Vec<(DatasetId, CachedRow)> =
+            (0..n as u64).map(|i| (ds, row(u128::from(i) + 1, clustered(i, 400, dims), &[]))).collect();
+        let exact = Arc::new(CollectionCache::new(dims, rows.iter().map(|(d, r)| (*d, clone_row(r))).collect(), None));
+        let partitioned = Arc::new(CollectionCache::new(dims, rows, Some(n)));
+        assert!(partitioned.partitioned(ds));
+        let (mut found, mut wanted) = (0usize, 0usize);
+        for probe in 0..40u64 {
+            let q = clustered(probe * 7_919 + 3, 400, dims);
+            let truth: HashSet<Uuid> = exact.search(ds, &q, Some(10), None, false).await.iter().map(|h| h.id).collect();
+            let got = partitioned.search(ds, &q, Some(10), None, false).await;
+            assert_eq!(got.len(), 10);
+            wanted += truth.len();
+            found += got.iter().filter(|h| truth.contains(&h.id)).count();
+            // Whatever it returns is ranked by its exact distance.
+            assert!(got.windows(2).all(|w| w[0].score <= w[1].score));
+        }
+        let recall = found as f64 / wanted as f64;
+        assert!(recall >= 0.9, "recall@10 {recall}");
+        // A node-set filter scans every row: exact.
+        let filter = Some(NodeSetFilter::Any(vec!["none".into()]));
+        assert!(partitioned.search(ds, &clustered(3, 400, dims), Some(10), filter, false).await.is_empty());
+
+        let small = CollectionCache::new(
+            dims,
+            (0..900u64).map(|i| (ds, row(u128::from(i), clustered(i, 9, dims), &[]))).collect(),
+            Some(1_000),
+        );
+        assert!(!small.partitioned(ds) && !small.outgrew_partitions());
+        small.upsert_rows((900..1_000u64).map(|i| (ds, row(u128::from(i), clustered(i, 9, dims), &[]))).collect());
+        assert!(small.outgrew_partitions(), "grown into partitions: reload");
+    }
+
+    fn clone_row(r: &CachedRow) -> CachedRow {
+        CachedRow { id: r.id, vector: r.vector.clone(), payload: r.payload.clone(), sets: r.sets.clone() }
+    }
+
     /// Replacing, removing (including the last row and a moved one) and
     /// filtering keep the index consistent.
     #[tokio::test]
@@ -712,6 +920,7 @@ mod tests {
                 (ds, row(3, vec![1.0, 1.0], &["a", "b"])),
                 (ds, row(4, vec![0.0, 0.0], &[])),
             ],
+            None,
         ));
         let ids = |hits: Vec<ScoredResult>| hits.iter().map(|h| h.id.as_u128()).collect::<Vec<_>>();
         assert_eq!(ids(cache.search(ds, &[1.0, 0.1], None, None, true).await), vec![1, 3, 2, 4]);
@@ -734,6 +943,7 @@ mod tests {
                 (ds, row(3, vec![1.0, 1.0], &["a", "b"])),
                 (ds, row(4, vec![0.0, 0.0], &[])),
             ],
+            None,
         );
         assert_eq!(cache.bytes(), fresh.bytes(), "the byte count follows replacements and removals");
         cache.remove_dataset(ds);
