@@ -4,6 +4,7 @@
 //! the table's schema metadata.
 
 mod cache;
+mod partitions;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -169,6 +170,13 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 /// see docs/backends.md for the int8 figure).
 pub const MAX_CACHED_ROWS: usize = 2_000_000;
 
+/// The default [`LanceVectorStore::with_partition_rows`]: from this many
+/// rows of one dataset, a cached collection's searches probe the partitions
+/// nearest the query rather than scan every row. Under it every search is
+/// exact; at it a scan of every row takes a few milliseconds per search
+/// (docs/backends.md, "Partitions").
+pub const DEFAULT_PARTITION_ROWS: usize = 250_000;
+
 /// Bytes a cached row's vector costs: f32 values and their int8 codes.
 const CACHED_BYTES_PER_DIMENSION: usize = 5;
 
@@ -190,6 +198,9 @@ struct SearchCaches {
     /// Background loads run one at a time: on a small machine the searches
     /// they stand aside for keep the other cores.
     background: tokio::sync::Semaphore,
+    /// Rows of one dataset from which a cached collection's searches probe
+    /// partitions (0: never; [`LanceVectorStore::with_partition_rows`]).
+    partition_rows: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for SearchCaches {
@@ -198,6 +209,7 @@ impl Default for SearchCaches {
             slots: Mutex::default(),
             generation: std::sync::atomic::AtomicU64::default(),
             background: tokio::sync::Semaphore::new(1),
+            partition_rows: std::sync::atomic::AtomicUsize::new(DEFAULT_PARTITION_ROWS),
         }
     }
 }
@@ -205,6 +217,10 @@ impl Default for SearchCaches {
 impl SearchCaches {
     fn generation(&self) -> u64 {
         self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn partition_rows(&self) -> Option<usize> {
+        Some(self.partition_rows.load(std::sync::atomic::Ordering::Relaxed)).filter(|rows| *rows > 0)
     }
 
     async fn slot(&self, collection: &str) -> Option<CacheSlot> {
@@ -282,19 +298,28 @@ impl SearchCaches {
             return Ok(None);
         }
         let started = std::time::Instant::now();
-        let batches = scan_batches(table).await?;
-        // Decoding rows and computing their codes is CPU work: off the async
+        // Batch by batch into the cache, so a load holds the cache and one
+        // batch, not every row twice over. Decoding rows and computing their
+        // codes (and at the end the partitions) is CPU work: off the async
         // workers, so the searches in flight keep running.
-        let built = tokio::task::spawn_blocking(move || {
-            Ok::<_, RecallError>(CollectionCache::new(dims, rows_of(&batches, dims)?))
-        });
-        let loaded = Arc::new(
-            built.await.map_err(|e| RecallError::backend_msg(format!("the search cache load stopped: {e}")))??,
-        );
-        if used + loaded.bytes() > budget {
-            self.skip(collection, rows, budget).await;
-            return Ok(None);
+        let loaded = Arc::new(CollectionCache::new(dims, Vec::new(), self.partition_rows()));
+        let mut batches = scan_query(table).execute().await.map_err(lance_err)?;
+        while let Some(batch) = batches.try_next().await.map_err(lance_err)? {
+            let cache = Arc::clone(&loaded);
+            let decoded = tokio::task::spawn_blocking(move || {
+                cache.upsert_rows(rows_of(&[batch], dims)?);
+                Ok::<_, RecallError>(())
+            });
+            decoded.await.map_err(|e| RecallError::backend_msg(format!("the search cache load stopped: {e}")))??;
+            if used + loaded.bytes() > budget {
+                self.skip(collection, rows, budget).await;
+                return Ok(None);
+            }
         }
+        let cache = Arc::clone(&loaded);
+        tokio::task::spawn_blocking(move || cache.partition())
+            .await
+            .map_err(|e| RecallError::backend_msg(format!("the search cache load stopped: {e}")))?;
         tracing::debug!(collection, rows, ms = started.elapsed().as_secs_f64() * 1e3, "search cache loaded");
         let mut slots = self.slots.lock().await;
         if self.generation() == generation {
@@ -377,6 +402,15 @@ impl LanceVectorStore {
         self
     }
 
+    /// Sets the rows of one dataset from which a cached collection's searches
+    /// with a limit probe the partitions nearest the query instead of
+    /// scanning every row (`None`: always scan, every search exact). Takes
+    /// effect for caches loaded after the call.
+    pub fn with_partition_rows(self, rows: Option<usize>) -> Self {
+        self.caches.partition_rows.store(rows.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
     /// Sets the row count from which a collection's search cache is loaded
     /// in the background rather than by the search that first needs it
     /// (`None`: always by that search).
@@ -452,11 +486,16 @@ impl LanceVectorStore {
         self.caches.load(collection, &table, spec.dimensions, self.cache_budget, generation).await
     }
 
-    /// After a committed write: a cache that outgrew the budget is dropped.
+    /// After a committed write: a cache that outgrew the budget is dropped
+    /// for good; one that outgrew its partitions is dropped for the next
+    /// search to load again (in the background, training them there).
     async fn check_cache_budget(&self, collection: &str, cache: &CollectionCache) {
         let total = self.caches.bytes().await;
         if total > self.cache_budget || cache.rows() > MAX_CACHED_ROWS {
             self.caches.skip(collection, cache.rows(), self.cache_budget).await;
+        } else if cache.outgrew_partitions() {
+            tracing::debug!(collection, rows = cache.rows(), "search cache reloads to partition its rows");
+            self.caches.forget(Some(collection)).await;
         }
     }
 
@@ -868,16 +907,15 @@ pub(crate) fn parse_payload(text: &str) -> Map<String, Value> {
 
 /// Every row of a table, for the search cache.
 async fn scan_rows(table: &Table, dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
-    rows_of(&scan_batches(table).await?, dims)
+    rows_of(&collect_batches(scan_query(table)).await?, dims)
 }
 
 /// Every row of a table as Arrow batches: the columns a cached row holds.
-async fn scan_batches(table: &Table) -> Result<Vec<RecordBatch>> {
-    collect_batches(table.query().select(Select::columns(&["id", "dataset_id", "vector", "payload", "belongs_to_set"])))
-        .await
+fn scan_query(table: &Table) -> lancedb::query::Query {
+    table.query().select(Select::columns(&["id", "dataset_id", "vector", "payload", "belongs_to_set"]))
 }
 
-/// The rows of [`scan_batches`], decoded.
+/// The rows of batches of [`scan_query`], decoded.
 fn rows_of(batches: &[RecordBatch], dims: usize) -> Result<Vec<(DatasetId, CachedRow)>> {
     let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
     for batch in batches {
