@@ -294,7 +294,8 @@ async fn build_vector_store(uri: &str, settings: &Settings) -> Result<Arc<dyn Ve
     Ok(Arc::new(
         store
             .with_index_threshold((threshold > 0).then_some(threshold))
-            .with_cache_budget(settings.vector_cache_bytes()),
+            .with_cache_budget(settings.vector_cache_bytes())
+            .with_partition_rows((settings.vector_partition_rows > 0).then_some(settings.vector_partition_rows)),
     ))
 }
 

@@ -130,6 +130,9 @@ pub struct Settings {
     /// MiB the LanceDB search cache may hold (0: off; unset: see
     /// [`Settings::vector_cache_bytes`]).
     pub vector_cache_mb: Option<usize>,
+    /// Rows of one dataset from which the search cache probes partitions
+    /// instead of scanning every row (0: never; every search exact).
+    pub vector_partition_rows: usize,
     /// MiB Lance's own caches (index parts, manifests, file metadata) may hold.
     pub lance_cache_mb: usize,
     pub embedding_provider: String,
