@@ -14,6 +14,10 @@
 //! completion adds (reading the conversation, recording the turn), and
 //! GRAPH_COMPLETION only_context with and without the session.
 //!
+//! `--vector-partition-rows N` sets the rows from which the search cache
+//! probes partitions (0: every search scans every row); `--dump FILE`
+//! appends every answer to FILE, one line per query, to compare two runs.
+//!
 //! `--increments N` (default 1) then measures a small change to the large
 //! dataset N times: remembering one short document, the first
 //! CHUNKS_LEXICAL query after it, forgetting it, and the first query after
@@ -25,8 +29,9 @@
 //! of every first-time question's latency).
 //!
 //! It also times a streamed export of the whole graph (`recall graph`'s
-//! JSON), and how long after each first query the search cache of the
-//! large collections went live (they load in the background).
+//! JSON; `--export 0` skips it), and how long after each first query the
+//! search cache of the large collections went live (they load in the
+//! background).
 //!
 //! The corpus is generated deterministically (same text every run).
 
@@ -235,6 +240,11 @@ async fn main() -> recall_core::Result<()> {
         let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;
         settings.vector_cache_mb = Some(mb);
     }
+    // Rows of one dataset from which the search cache probes partitions (0: never).
+    if let Some(rows) = arg_str("--vector-partition-rows") {
+        settings.vector_partition_rows =
+            rows.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-partition-rows takes rows"))?;
+    }
     // MiB of Lance's own caches (index parts, manifests).
     if let Some(mb) = arg_str("--lance-cache-mb") {
         settings.lance_cache_mb =
@@ -310,6 +320,7 @@ async fn main() -> recall_core::Result<()> {
         let mut latencies = Vec::with_capacity(queries);
         // Per-stage wall times, from what `recall_explained` reports.
         let mut stages: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut answers: Vec<String> = Vec::new();
         for _ in 0..queries {
             let q = format!("What did {} do with the {}?", g.pick(PEOPLE), g.pick(THINGS));
             let request = RecallRequest::new(q).query_type(search_type).top_k(10).only_context(only_context);
@@ -324,6 +335,21 @@ async fn main() -> recall_core::Result<()> {
             }
             if results.is_empty() {
                 return Err(recall_core::RecallError::backend_msg(format!("a {label} recall returned nothing")));
+            }
+            answers.push(serde_json::to_string(&results).unwrap_or_default());
+        }
+        // `--dump FILE`: every answer, one line per query, so two runs
+        // (say with and without partitions) can be compared.
+        if let Some(path) = arg_str("--dump") {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| recall_core::RecallError::backend_msg(format!("--dump {path}: {e}")))?;
+            for answer in &answers {
+                writeln!(file, "{label}\t{answer}")
+                    .map_err(|e| recall_core::RecallError::backend_msg(format!("--dump {path}: {e}")))?;
             }
         }
         latencies.sort();
@@ -344,15 +370,11 @@ async fn main() -> recall_core::Result<()> {
             .collect();
         println!("    stage p50 (ms): {}", parts.join(", "));
     }
-    // The export streams: one page of nodes or edges in memory at a time.
-    let t = Instant::now();
-    let (_, pages) = engine.dataset_graph_pages(&user, "bench", recall_engine::EXPORT_PAGE).await?;
-    let mut export = recall_api::GraphExport::new(pages, recall_api::GraphShape::Json);
-    let mut bytes = 0usize;
-    while let Some(piece) = export.next_piece().await? {
-        bytes += piece.len();
+    // The export streams: one page of nodes or edges in memory at a time
+    // (`--export 0` skips it: at a million chunks it takes minutes).
+    if arg("--export", 1) > 0 {
+        export_bench(&engine, &user).await?;
     }
-    println!("graph export (JSON, streamed): {:.2} s, {:.1} MB", t.elapsed().as_secs_f64(), bytes as f64 / 1e6);
     for k in 0..arg("--increments", 1) {
         increment_bench(&engine, &user, chunks, k).await?;
     }
@@ -364,6 +386,19 @@ async fn main() -> recall_core::Result<()> {
     if kept.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    Ok(())
+}
+
+/// Times a streamed JSON export of the whole graph (`recall graph`'s).
+async fn export_bench(engine: &recall_engine::Engine, user: &recall_core::User) -> recall_core::Result<()> {
+    let t = Instant::now();
+    let (_, pages) = engine.dataset_graph_pages(user, "bench", recall_engine::EXPORT_PAGE).await?;
+    let mut export = recall_api::GraphExport::new(pages, recall_api::GraphShape::Json);
+    let mut bytes = 0usize;
+    while let Some(piece) = export.next_piece().await? {
+        bytes += piece.len();
+    }
+    println!("graph export (JSON, streamed): {:.2} s, {:.1} MB", t.elapsed().as_secs_f64(), bytes as f64 / 1e6);
     Ok(())
 }
 
