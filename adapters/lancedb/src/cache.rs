@@ -560,7 +560,7 @@ impl CollectionCache {
 
     /// The best `limit` rows of the partitions nearest the query: the int8
     /// first pass and the exact re-scoring of [`Self::quantized_search`],
-    /// over the probed rows only (a tenth or so of a large collection's), on
+    /// over the probed rows only (an eighth or so of a large collection's), on
     /// one blocking thread. A search with a node-set filter scans every row
     /// instead: its matches may be few and anywhere.
     async fn partitioned_search(
