@@ -172,7 +172,7 @@ pub const MAX_CACHED_ROWS: usize = 2_000_000;
 
 /// The default [`LanceVectorStore::with_partition_rows`]: 0, never, so every
 /// cached search is exact. Partitions are opt-in: at 300 000 chunks they
-/// found two thirds of the exact top 10 and were no faster than the scan
+/// found two thirds of the exact top 10 for no clear gain in speed
 /// (docs/scale.md, "Partitions at 300 000 chunks").
 pub const DEFAULT_PARTITION_ROWS: usize = 0;
 
