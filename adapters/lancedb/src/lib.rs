@@ -176,8 +176,8 @@ pub const MAX_CACHED_ROWS: usize = 2_000_000;
 /// (docs/scale.md, "Partitions at 300 000 chunks").
 pub const DEFAULT_PARTITION_ROWS: usize = 0;
 
-/// Bytes a cached row's vector costs: f32 values and their int8 codes.
-const CACHED_BYTES_PER_DIMENSION: usize = 5;
+/// Bytes a cached row's vector costs: its two int8 codes (cache.rs).
+const CACHED_BYTES_PER_DIMENSION: usize = 2;
 
 #[derive(Clone)]
 enum CacheSlot {
