@@ -416,6 +416,13 @@ impl Engine {
         &self.vectors
     }
 
+    /// Waits for the caches' background loads under way: the vector store's
+    /// search caches and the sketch cache's (for benchmarks of the steady state).
+    pub async fn settle_caches(&self) {
+        self.vectors.settle().await;
+        self.sketches.wait_for_loads().await;
+    }
+
     /// A dataset's whole graph in memory (the graph page draws a part of
     /// it; exports stream with [`Engine::dataset_graph_pages`]); the caller
     /// needs `read` on it.

@@ -122,6 +122,19 @@ impl SketchCache {
         self.settle(dataset, slot);
     }
 
+    /// Waits until no load is under way (for benchmarks of the steady state).
+    pub(crate) async fn wait_for_loads(&self) {
+        loop {
+            let loading = self.slots.lock().is_ok_and(|slots| slots.values().any(|s| matches!(s, Slot::Loading(_))));
+            if !loading {
+                return;
+            }
+            // The running load holds the permit until it has settled its slot.
+            drop(self.loading.acquire().await);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// Whether the load of `version` is still the one the dataset waits for.
     fn still_wanted(&self, dataset: DatasetId, version: u64) -> bool {
         self.slots.lock().is_ok_and(|slots| matches!(slots.get(&dataset), Some(Slot::Loading(v)) if *v == version))
@@ -214,5 +227,24 @@ mod tests {
         assert_eq!(v2.between(&seeds), from_store(graph.ranking().sketch_between(ds, &seeds, false).await.unwrap()));
         assert!(cache.get(&graph, ds, 1).is_none(), "an older reader never brings an older sketch back");
         assert!(cache.get(&graph, ds, 2).is_some(), "nor replaces the newer one");
+    }
+
+    /// `wait_for_loads` returns once the load a second ask started has
+    /// settled: the next ask finds the sketch without waiting.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waits_for_the_load_under_way() {
+        let graph: Arc<dyn GraphStore> = Arc::new(MemoryGraphStore::default());
+        let ds = DatasetId(Uuid::new_v4());
+        let nodes: Vec<Node> = (0..2_000)
+            .map(|_| Node { id: Uuid::new_v4(), node_type: "Entity".into(), properties: Default::default() })
+            .collect();
+        graph.upsert_nodes(ds, &nodes).await.unwrap();
+        let edges: Vec<Edge> = nodes.windows(2).map(|w| Edge::new(w[0].id, "next", w[1].id)).collect();
+        graph.upsert_edges(ds, &edges).await.unwrap();
+        let cache = Arc::new(SketchCache::new());
+        cache.wait_for_loads().await;
+        assert!(cache.get(&graph, ds, 1).is_none() && cache.get(&graph, ds, 1).is_none(), "asked twice: loading");
+        cache.wait_for_loads().await;
+        assert_eq!(cache.get(&graph, ds, 1).map(|s| s.len()), Some((2_000, 1_999)));
     }
 }
