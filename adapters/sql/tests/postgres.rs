@@ -58,3 +58,41 @@ async fn postgres_edges_from_before_the_provenance_column_upgrade() {
     common::edges_from_before_the_provenance_column_upgrade(&url).await;
     drop_database(&name).await;
 }
+
+/// A graph filled from empty gets its statistics refreshed by the adapter
+/// (autovacuum waits a minute and a tenth of the table, and counts its own
+/// runs apart): after a few thousand edges the adapter's `ANALYZE` has run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_graph_statistics_follow_a_growing_graph() {
+    use recall_core::ports::GraphStore;
+    use recall_core::{DatasetId, Edge, Node};
+    use sea_orm::{ConnectionTrait, Database, Statement};
+
+    let Some((url, name)) = throwaway_database("analyze").await else { return };
+    {
+        let graph = SqlGraphStore::new(SqlDatabase::connect(&url).await.unwrap());
+        let ds = DatasetId(uuid::Uuid::new_v4());
+        let nodes: Vec<Node> = (0..600)
+            .map(|_| Node { id: uuid::Uuid::new_v4(), node_type: "Entity".into(), properties: Default::default() })
+            .collect();
+        graph.upsert_nodes(ds, &nodes).await.unwrap();
+        for round in 0..6 {
+            let edges: Vec<Edge> =
+                nodes.windows(2).map(|w| Edge::new(w[0].id, &format!("r{round}"), w[1].id)).collect();
+            graph.upsert_edges(ds, &edges).await.unwrap();
+        }
+        let conn = Database::connect(&url).await.unwrap();
+        let analysed = conn
+            .query_one_raw(Statement::from_string(
+                conn.get_database_backend(),
+                "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'graph_edges'",
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let count: i64 = analysed.try_get("", "analyze_count").unwrap();
+        assert!(count >= 1, "the adapter analysed the edges it wrote");
+        conn.close().await.unwrap();
+    }
+    drop_database(&name).await;
+}
