@@ -10,18 +10,20 @@
 //! after each committed write, and leaves collections past the budget to
 //! LanceDB.
 //!
-//! Each unit vector is held as two int8 codes, 2 bytes a dimension where the
-//! f32 vector and one code took 5 (a million 384-wide rows: 768 MB, not 1.9
-//! GB): its code (max |x| ↦
-//! 127) and the code of what that code leaves out. The two decode to within
-//! about 10⁻⁵ of the vector, renormalised, so a row's distance to itself is 0
-//! to within 10⁻⁷; every search ranks by the decoded vectors, and no search
-//! of the cache differs from any other in what it returns.
+//! Up to [`CODED_ROWS`] rows of a dataset the cache holds the unit vectors in
+//! f32, and its results equal LanceDB's exhaustive search. Past that it holds
+//! each as two int8 codes, 2 bytes a dimension where the f32 vector and one
+//! code took 5 (a million 384-wide rows: 768 MB, not 1.9 GB): the vector's
+//! code (max |x| ↦ 127) and the code of what that code leaves out. The two
+//! decode to within about 10⁻⁵ of the vector, renormalised, so a row's
+//! distance to itself is 0 to within 10⁻⁶; every search ranks by the decoded
+//! vectors, and no search of the cache differs from any other in what it
+//! returns.
 //!
 //! Past one task's rows, a search reads the first codes only (a quarter of
-//! f32's bytes) with a bound on each estimate's error, and re-scores with
-//! both codes only the rows whose bound lets them reach the top: the result
-//! is the full scan's, at a quarter of its memory traffic.
+//! f32's bytes) with a bound on each estimate's error, and re-scores with the
+//! vectors (or both codes) only the rows whose bound lets them reach the top:
+//! the result is the full scan's, at a quarter of its memory traffic.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
@@ -74,7 +76,8 @@ pub(crate) struct CachedRow {
 }
 
 /// A row's codes, as numbers: the vector it stands for is `u = (scale·code +
-/// residual_scale·residual) × inv_norm`, a unit vector (or zero). `error` =
+/// residual_scale·residual) × inv_norm`, a unit vector (or zero), or while
+/// its index holds f32 vectors the vector itself. `error` =
 /// ‖u − scale·code‖ and `norm` = ‖scale·code‖ bound what the first code alone
 /// estimates (both rounded up from f64).
 #[derive(Clone, Copy, Default)]
@@ -133,6 +136,14 @@ fn encode(v: &[f32], code: &mut Vec<i8>, residual: &mut Vec<i8>) -> Coded {
     c
 }
 
+/// Encodes a unit vector kept in f32 beside its first code (no residual).
+fn encode_exact(v: &[f32], code: &mut Vec<i8>) -> Coded {
+    let start = code.len();
+    let scale = int8_code(v, code);
+    let (error, norm) = code_bounds(v, scale, &code[start..]);
+    Coded { scale, residual_scale: 0.0, inv_norm: 1.0, error, norm }
+}
+
 /// `query · u` in f32, eight lanes at a time (the compiler vectorises it).
 fn decoded_dot(query: &[f32], code: &[i8], residual: &[i8], c: &Coded) -> f32 {
     let mut lanes = [0f32; 8];
@@ -161,15 +172,37 @@ fn next_up(x: f64) -> f32 {
     }
 }
 
-/// One dataset's rows of a collection: unit vectors as codes, row-major.
+/// Rows of one dataset past which its vectors are held as two codes instead
+/// of f32 (module docs): up to here results equal LanceDB's exhaustive search.
+pub(crate) const CODED_ROWS: usize = 100_000;
+
+/// What a search re-scores with, row-major.
+enum Rescoring {
+    /// The unit vectors (up to the index's `coded_from` rows).
+    Vectors(Vec<f32>),
+    /// The residual codes (past it).
+    Residuals(Vec<i8>),
+}
+
+/// Moves row `last` of a row-major array onto row `at` and drops the last.
+fn swap_remove_row<T: Copy>(values: &mut Vec<T>, dims: usize, at: usize, last: usize) {
+    if at != last {
+        values.copy_within(last * dims..(last + 1) * dims, at * dims);
+    }
+    values.truncate(last * dims);
+}
+
+/// One dataset's rows of a collection, row-major.
 pub(crate) struct FlatIndex {
     dims: usize,
     ids: Vec<Uuid>,
-    /// Each row's first and residual int8 codes, row-major, and their numbers
-    /// ([`Coded`]); an all-zero vector stays zero (distance 1 to anything).
+    /// Each row's first int8 code and its numbers ([`Coded`]); an all-zero
+    /// vector stays zero (distance 1 to anything).
     codes: Vec<i8>,
-    residuals: Vec<i8>,
     coded: Vec<Coded>,
+    rescoring: Rescoring,
+    /// Rows past which the vectors become residual codes (one way).
+    coded_from: usize,
     payloads: Vec<Box<str>>,
     sets: Vec<Vec<String>>,
     position: HashMap<Uuid, usize>,
@@ -193,13 +226,15 @@ fn unit(vector: &[f32]) -> Vec<f32> {
 }
 
 impl FlatIndex {
-    pub(crate) fn new(dims: usize) -> Self {
+    /// An index whose vectors become codes past `rows` rows.
+    fn coded_from(dims: usize, rows: usize) -> Self {
         Self {
             dims,
             ids: Vec::new(),
             codes: Vec::new(),
-            residuals: Vec::new(),
             coded: Vec::new(),
+            rescoring: if rows == 0 { Rescoring::Residuals(Vec::new()) } else { Rescoring::Vectors(Vec::new()) },
+            coded_from: rows,
             payloads: Vec::new(),
             sets: Vec::new(),
             position: HashMap::new(),
@@ -214,8 +249,12 @@ impl FlatIndex {
 
     /// Bytes held, approximately.
     pub(crate) fn bytes(&self) -> usize {
+        let rescoring = match &self.rescoring {
+            Rescoring::Vectors(v) => v.len() * 4,
+            Rescoring::Residuals(r) => r.len(),
+        };
         self.codes.len()
-            + self.residuals.len()
+            + rescoring
             + self.coded.len() * std::mem::size_of::<Coded>()
             + self.text_bytes
             + self.ids.len() * ROW_OVERHEAD
@@ -255,13 +294,20 @@ impl FlatIndex {
     pub(crate) fn upsert(&mut self, row: CachedRow) {
         let vector = unit(&row.vector);
         let (mut code, mut residual) = (Vec::with_capacity(self.dims), Vec::with_capacity(self.dims));
-        let coded = encode(&vector, &mut code, &mut residual);
+        let coded = match &self.rescoring {
+            Rescoring::Vectors(_) => encode_exact(&vector, &mut code),
+            Rescoring::Residuals(_) => encode(&vector, &mut code, &mut residual),
+        };
         self.text_bytes += text_bytes(&row.payload, &row.sets);
         match self.position.get(&row.id) {
             Some(&at) => {
                 self.text_bytes -= text_bytes(&self.payloads[at], &self.sets[at]);
-                self.codes[at * self.dims..(at + 1) * self.dims].copy_from_slice(&code);
-                self.residuals[at * self.dims..(at + 1) * self.dims].copy_from_slice(&residual);
+                let span = at * self.dims..(at + 1) * self.dims;
+                self.codes[span.clone()].copy_from_slice(&code);
+                match &mut self.rescoring {
+                    Rescoring::Vectors(v) => v[span].copy_from_slice(&vector),
+                    Rescoring::Residuals(r) => r[span].copy_from_slice(&residual),
+                }
                 self.coded[at] = coded;
                 self.payloads[at] = row.payload;
                 self.sets[at] = row.sets;
@@ -276,12 +322,43 @@ impl FlatIndex {
                 self.position.insert(row.id, self.ids.len());
                 self.ids.push(row.id);
                 self.codes.extend_from_slice(&code);
-                self.residuals.extend_from_slice(&residual);
+                match &mut self.rescoring {
+                    Rescoring::Vectors(v) => v.extend_from_slice(&vector),
+                    Rescoring::Residuals(r) => r.extend_from_slice(&residual),
+                }
                 self.coded.push(coded);
                 self.payloads.push(row.payload);
                 self.sets.push(row.sets);
+                if self.len() > self.coded_from {
+                    self.to_codes();
+                }
             }
         }
+    }
+
+    /// Re-encodes f32 vectors as two codes (once, when the rows first pass
+    /// `coded_from`; about 0.1 s per 100 000 rows of 384 dimensions).
+    fn to_codes(&mut self) {
+        if !matches!(self.rescoring, Rescoring::Vectors(_)) {
+            return;
+        }
+        let Rescoring::Vectors(vectors) = std::mem::replace(&mut self.rescoring, Rescoring::Residuals(Vec::new()))
+        else {
+            return;
+        };
+        if self.dims == 0 {
+            return;
+        }
+        let (mut codes, mut residuals) = (Vec::with_capacity(vectors.len()), Vec::with_capacity(vectors.len()));
+        self.coded = vectors.chunks_exact(self.dims).map(|v| encode(v, &mut codes, &mut residuals)).collect();
+        self.codes = codes;
+        self.rescoring = Rescoring::Residuals(residuals);
+    }
+
+    /// Whether the vectors are held as codes (for tests).
+    #[cfg(test)]
+    fn is_coded(&self) -> bool {
+        matches!(self.rescoring, Rescoring::Residuals(_))
     }
 
     pub(crate) fn remove(&mut self, id: &Uuid) {
@@ -294,15 +371,16 @@ impl FlatIndex {
         if at != last {
             let moved = self.ids[last];
             self.position.insert(moved, at);
-            self.codes.copy_within(last * self.dims..(last + 1) * self.dims, at * self.dims);
-            self.residuals.copy_within(last * self.dims..(last + 1) * self.dims, at * self.dims);
+        }
+        swap_remove_row(&mut self.codes, self.dims, at, last);
+        match &mut self.rescoring {
+            Rescoring::Vectors(v) => swap_remove_row(v, self.dims, at, last),
+            Rescoring::Residuals(r) => swap_remove_row(r, self.dims, at, last),
         }
         self.ids.swap_remove(at);
         self.coded.swap_remove(at);
         self.payloads.swap_remove(at);
         self.sets.swap_remove(at);
-        self.codes.truncate(last * self.dims);
-        self.residuals.truncate(last * self.dims);
     }
 
     /// The best `limit` rows of `range` (all of them with `None`) as
@@ -416,20 +494,29 @@ impl FlatIndex {
         best.into_iter().map(|Ranked(score, _, row)| (score, row)).collect()
     }
 
-    /// A row's cosine distance to a unit query, from its decoded vector: the
-    /// one computation behind both the full scan and the re-scoring, so both
-    /// rank alike.
+    /// A row's cosine distance to a unit query, from its vector or its
+    /// decoded codes: the one computation behind both the full scan and the
+    /// re-scoring, so both rank alike.
     fn distance(&self, query: &[f32], row: usize) -> f64 {
         let span = row * self.dims..(row + 1) * self.dims;
-        1.0 - f64::from(decoded_dot(query, &self.codes[span.clone()], &self.residuals[span], &self.coded[row]))
+        match &self.rescoring {
+            Rescoring::Vectors(v) => 1.0 - f32::dot(query, &v[span]).unwrap_or(0.0),
+            Rescoring::Residuals(r) => {
+                1.0 - f64::from(decoded_dot(query, &self.codes[span.clone()], &r[span], &self.coded[row]))
+            }
+        }
     }
 
-    /// Every row's decoded vector, row-major (to train partitions on).
+    /// Every row's vector as searches see it, row-major (to train partitions on).
     fn decoded_rows(&self) -> Vec<f32> {
+        let residuals = match &self.rescoring {
+            Rescoring::Vectors(v) => return v.clone(),
+            Rescoring::Residuals(r) => r,
+        };
         let mut out = Vec::with_capacity(self.codes.len());
         for (row, c) in self.coded.iter().enumerate() {
             let span = row * self.dims..(row + 1) * self.dims;
-            out.extend(self.codes[span.clone()].iter().zip(&self.residuals[span]).map(|(a, b)| decoded(c, *a, *b)));
+            out.extend(self.codes[span.clone()].iter().zip(&residuals[span]).map(|(a, b)| decoded(c, *a, *b)));
         }
         out
     }
@@ -511,11 +598,22 @@ pub(crate) struct CollectionCache {
     /// Rows of one dataset from which its searches probe partitions
     /// (`None`: every search scans every row).
     partition_rows: Option<usize>,
+    /// Rows of one dataset past which its vectors become codes ([`CODED_ROWS`]).
+    coded_rows: usize,
 }
 
 impl CollectionCache {
     pub(crate) fn new(dims: usize, rows: Vec<(DatasetId, CachedRow)>, partition_rows: Option<usize>) -> Self {
-        let cache = Self { dims, datasets: RwLock::new(HashMap::new()), partition_rows };
+        Self::with_coded_rows(dims, rows, partition_rows, CODED_ROWS)
+    }
+
+    fn with_coded_rows(
+        dims: usize,
+        rows: Vec<(DatasetId, CachedRow)>,
+        partition_rows: Option<usize>,
+        coded_rows: usize,
+    ) -> Self {
+        let cache = Self { dims, datasets: RwLock::new(HashMap::new()), partition_rows, coded_rows };
         cache.upsert_rows(rows);
         cache.partition();
         cache
@@ -543,7 +641,7 @@ impl CollectionCache {
     pub(crate) fn upsert_rows(&self, rows: Vec<(DatasetId, CachedRow)>) {
         let mut datasets = self.write();
         for (dataset, row) in rows {
-            datasets.entry(dataset).or_insert_with(|| FlatIndex::new(self.dims)).upsert(row);
+            datasets.entry(dataset).or_insert_with(|| FlatIndex::coded_from(self.dims, self.coded_rows)).upsert(row);
         }
     }
 
@@ -779,65 +877,80 @@ mod tests {
     }
 
     /// The split scan returns exactly the brute-force ranking, in order, with
-    /// cosine distances, whatever the number of tasks.
+    /// cosine distances, whatever the number of tasks; with codes, the
+    /// brute-force ranking to within the codes' precision.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn split_scan_equals_brute_force() {
         let ds = DatasetId(Uuid::from_u128(9));
         let n = ROWS_PER_TASK * 2 + 123;
-        let rows: Vec<(DatasetId, CachedRow)> =
-            (0..n as u128).map(|i| (ds, row(i + 1, vector(i as u64, 16), &[]))).collect();
-        let stored: Vec<Vec<f32>> = rows.iter().map(|(_, r)| r.vector.clone()).collect();
-        let cache = Arc::new(CollectionCache::new(16, rows, None));
+        let rows = || -> Vec<(DatasetId, CachedRow)> {
+            (0..n as u128).map(|i| (ds, row(i + 1, vector(i as u64, 16), &[]))).collect()
+        };
+        let stored: Vec<Vec<f32>> = rows().iter().map(|(_, r)| r.vector.clone()).collect();
+        let exact = Arc::new(CollectionCache::new(16, rows(), None));
+        let coded = Arc::new(CollectionCache::with_coded_rows(16, rows(), None, 1_000));
+        assert!(coded.read()[&ds].is_coded() && !exact.read()[&ds].is_coded());
         for probe in [0u64, 77, 40_000] {
             let q = vector(probe + 1_000_000, 16);
             let mut expected: Vec<(f64, usize)> = stored.iter().enumerate().map(|(i, v)| (cosine(&q, v), i)).collect();
             expected.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let hits = cache.search(ds, &q, Some(25), None, true).await;
+            let hits = exact.search(ds, &q, Some(25), None, true).await;
             assert_eq!(hits.len(), 25);
             for (hit, (d, i)) in hits.iter().zip(&expected) {
                 assert_eq!(hit.id, Uuid::from_u128(*i as u128 + 1));
-                // The decoded vectors are within about 1e-5 of the rows.
-                assert!((hit.score - d).abs() < 1e-4, "{} vs {d}", hit.score);
+                assert!((hit.score - d).abs() < 1e-5, "{} vs {d}", hit.score);
                 assert_eq!(hit.payload["i"], *i as u64 + 1);
             }
+            let hits = coded.search(ds, &q, Some(25), None, true).await;
+            assert_eq!(hits.len(), 25);
+            for (hit, (d, _)) in hits.iter().zip(&expected) {
+                let i = hit.id.as_u128() as usize - 1;
+                assert!((hit.score - d).abs() < 1e-4, "rank by rank: {} vs {d}", hit.score);
+                assert!((hit.score - cosine(&q, &stored[i])).abs() < 1e-4, "its own distance");
+                assert_eq!(hit.payload["i"], i as u64 + 1);
+            }
         }
-        assert_eq!(cache.search(ds, &vector(5, 16), None, None, true).await.len(), n, "no limit: every row");
-        assert!(cache.search(DatasetId(Uuid::from_u128(8)), &vector(5, 16), None, None, true).await.is_empty());
+        for cache in [&exact, &coded] {
+            assert_eq!(cache.search(ds, &vector(5, 16), None, None, true).await.len(), n, "no limit: every row");
+            assert!(cache.search(DatasetId(Uuid::from_u128(8)), &vector(5, 16), None, None, true).await.is_empty());
+        }
     }
 
     /// Every row's re-scored similarity lies within its int8 bounds, and the
-    /// bounds are tight enough to prune: dense and sparse 384-wide rows.
+    /// bounds are tight enough to prune: dense and sparse 384-wide rows, held
+    /// in f32 and as codes.
     #[test]
     fn int8_bounds_hold() {
         let dims = 384;
-        let mut index = FlatIndex::new(dims);
-        for i in 0..2_000u64 {
-            let mut v = vector(i, dims);
-            if i.is_multiple_of(2) {
-                // Sparse, as hashed token counts are.
-                for (j, x) in v.iter_mut().enumerate() {
-                    if !(j as u64 + i).is_multiple_of(29) {
-                        *x = 0.0;
+        for coded_from in [0, CODED_ROWS] {
+            let mut index = FlatIndex::coded_from(dims, coded_from);
+            for i in 0..2_000u64 {
+                let mut v = vector(i, dims);
+                if i.is_multiple_of(2) {
+                    // Sparse, as hashed token counts are.
+                    for (j, x) in v.iter_mut().enumerate() {
+                        if !(j as u64 + i).is_multiple_of(29) {
+                            *x = 0.0;
+                        }
                     }
                 }
+                index.upsert(row(u128::from(i), v, &[]));
             }
-            index.upsert(row(u128::from(i), v, &[]));
-        }
-        let mut widths = Vec::new();
-        for probe in 0..20u64 {
-            let q = unit(&vector(probe + 10_000, dims));
-            let quantized = QuantizedQuery::new(&q);
-            for r in 0..index.len() {
-                let span = r * dims..(r + 1) * dims;
-                let exact =
-                    f64::from(decoded_dot(&q, &index.codes[span.clone()], &index.residuals[span], &index.coded[r]));
-                let (lower, upper) = index.bounds(&quantized, r);
-                assert!(lower <= exact && exact <= upper, "{lower} <= {exact} <= {upper}");
-                widths.push(upper - lower);
+            assert_eq!(index.is_coded(), coded_from == 0);
+            let mut widths = Vec::new();
+            for probe in 0..20u64 {
+                let q = unit(&vector(probe + 10_000, dims));
+                let quantized = QuantizedQuery::new(&q);
+                for r in 0..index.len() {
+                    let similarity = 1.0 - index.distance(&q, r);
+                    let (lower, upper) = index.bounds(&quantized, r);
+                    assert!(lower <= similarity && similarity <= upper, "{lower} <= {similarity} <= {upper}");
+                    widths.push(upper - lower);
+                }
             }
+            widths.sort_by(f64::total_cmp);
+            assert!(widths[widths.len() / 2] < 0.05, "median bound width {}", widths[widths.len() / 2]);
         }
-        widths.sort_by(f64::total_cmp);
-        assert!(widths[widths.len() / 2] < 0.05, "median bound width {}", widths[widths.len() / 2]);
     }
 
     /// The two codes decode to within 1e-4 of each unit vector (dense,
@@ -846,7 +959,7 @@ mod tests {
     #[test]
     fn codes_decode_close_to_the_vector() {
         let dims = 384;
-        let mut index = FlatIndex::new(dims);
+        let mut index = FlatIndex::coded_from(dims, 0);
         let mut originals = Vec::new();
         for i in 0..500u64 {
             let mut v = vector(i, dims);
@@ -881,11 +994,13 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn quantized_search_equals_exhaustive_scan() {
         for n in [3_007, ROWS_PER_TASK * 2 + 7] {
-            quantized_search_of(n).await;
+            for coded_rows in [0, CODED_ROWS] {
+                quantized_search_of(n, coded_rows).await;
+            }
         }
     }
 
-    async fn quantized_search_of(n: usize) {
+    async fn quantized_search_of(n: usize, coded_rows: usize) {
         let ds = DatasetId(Uuid::from_u128(7));
         let dims = 384;
         let rows: Vec<(DatasetId, CachedRow)> = (0..n as u64)
@@ -902,7 +1017,7 @@ mod tests {
                 (ds, row(u128::from(i) + 1, v, sets))
             })
             .collect();
-        let cache = Arc::new(CollectionCache::new(dims, rows, None));
+        let cache = Arc::new(CollectionCache::with_coded_rows(dims, rows, None, coded_rows));
         let filters = [None, Some(NodeSetFilter::Any(vec!["a".into()]))];
         for probe in [3u64, 17, 555] {
             let mut q = vector(probe, dims);
@@ -1014,6 +1129,32 @@ mod tests {
 
     fn clone_row(r: &CachedRow) -> CachedRow {
         CachedRow { id: r.id, vector: r.vector.clone(), payload: r.payload.clone(), sets: r.sets.clone() }
+    }
+
+    /// Past `coded_from` rows the f32 vectors become codes, once: the bytes
+    /// per row fall, and searches, replacements and removals go on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn vectors_become_codes_past_the_threshold() {
+        let ds = DatasetId(Uuid::from_u128(3));
+        let dims = 64;
+        let rows = |range: std::ops::Range<u64>| -> Vec<(DatasetId, CachedRow)> {
+            range.map(|i| (ds, row(u128::from(i) + 1, vector(i, dims), &[]))).collect()
+        };
+        let cache = Arc::new(CollectionCache::with_coded_rows(dims, rows(0..1_000), None, 1_000));
+        assert!(!cache.read()[&ds].is_coded(), "1 000 rows: still f32");
+        let before = cache.bytes();
+        cache.upsert_rows(rows(1_000..1_001));
+        assert!(cache.read()[&ds].is_coded(), "one more: codes");
+        assert!(cache.bytes() < before - 1_000 * dims, "{} bytes, were {before}", cache.bytes());
+        cache.upsert_rows(vec![(ds, row(6, vector(99_999, dims), &[]))]);
+        cache.remove(ds, &[Uuid::from_u128(1), Uuid::from_u128(1_001)]);
+        assert_eq!(cache.rows(), 999);
+        for (probe, want) in [(99_999u64, 6u128), (500, 501), (999, 1_000)] {
+            let top = cache.search(ds, &vector(probe, dims), Some(3), None, false).await;
+            assert_eq!(top[0].id, Uuid::from_u128(want), "probe {probe}");
+            assert!(top[0].score.abs() < 1e-6, "{}", top[0].score);
+        }
+        assert!(cache.search(ds, &vector(0, dims), Some(1), None, false).await[0].id != Uuid::from_u128(1));
     }
 
     /// Replacing, removing (including the last row and a moved one) and

@@ -176,7 +176,8 @@ pub const MAX_CACHED_ROWS: usize = 2_000_000;
 /// (docs/scale.md, "Partitions at 300 000 chunks").
 pub const DEFAULT_PARTITION_ROWS: usize = 0;
 
-/// Bytes a cached row's vector costs: its two int8 codes (cache.rs).
+/// Bytes a cached row's vector costs at least: its two int8 codes (past
+/// `cache::CODED_ROWS` rows of a dataset; below, f32 and one code take 5).
 const CACHED_BYTES_PER_DIMENSION: usize = 2;
 
 #[derive(Clone)]
