@@ -330,7 +330,7 @@ impl FlatIndex {
                 self.payloads.push(row.payload);
                 self.sets.push(row.sets);
                 if self.len() > self.coded_from {
-                    self.to_codes();
+                    self.encode_rows();
                 }
             }
         }
@@ -338,7 +338,7 @@ impl FlatIndex {
 
     /// Re-encodes f32 vectors as two codes (once, when the rows first pass
     /// `coded_from`; about 0.1 s per 100 000 rows of 384 dimensions).
-    fn to_codes(&mut self) {
+    fn encode_rows(&mut self) {
         if !matches!(self.rescoring, Rescoring::Vectors(_)) {
             return;
         }
