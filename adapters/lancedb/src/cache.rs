@@ -565,10 +565,9 @@ struct QuantizedQuery {
 impl QuantizedQuery {
     fn new(query: &[f32]) -> Self {
         let mut code = Vec::with_capacity(query.len());
-        let scale = int8_code(query, &mut code);
-        let (error, _) = code_bounds(query, scale, &code);
+        let coded = encode_exact(query, &mut code);
         let slack = 2.0 * query.len() as f64 * f64::from(f32::EPSILON);
-        Self { code, scale: f64::from(scale), error: f64::from(error), slack }
+        Self { code, scale: f64::from(coded.scale), error: f64::from(coded.error), slack }
     }
 }
 
