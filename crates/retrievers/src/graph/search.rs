@@ -176,6 +176,8 @@ pub async fn brute_force_triplet_search(
 /// could reach it even through an unmatched edge, every edge. An edge left
 /// unread scores above the final `top_k`-th score, so the result equals
 /// ranking the whole 1-hop projection. Only the winners are read in full.
+/// With the dataset's sketch in memory and no feedback, every sketch read
+/// (between the seeds and around them) is answered from it.
 async fn rank_projection(
     ctx: &DatasetPorts,
     params: &TripletSearch,
@@ -207,21 +209,30 @@ async fn rank_projection(
         let threshold = kth_score(ranked, params.top_k);
         seeds.iter().filter(|(_, score)| score + floor <= threshold + TIE_EPSILON).map(|(id, _)| *id).collect()
     };
+    let expanding = std::time::Instant::now();
     let by_type = reach(hit_floor, &ranked);
     if !by_type.is_empty() {
         let mut types: Vec<Uuid> = edge_distance.keys().copied().collect();
         types.sort();
-        let around =
-            ctx.graph.ranking().edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?;
-        sketch.extend(Sketch::of(&around, feedback));
+        let around = match &ctx.sketch {
+            Some(index) if !feedback => index.around(&by_type, Some(types.as_slice())),
+            _ => Sketch::of(
+                &ctx.graph.ranking().edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?,
+                feedback,
+            ),
+        };
+        sketch.extend(around);
         ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
     }
     // Any other edge: at least seed + unmatched node + unmatched edge.
     let miss_floor = unmatched_node_floor(params) + element_score(params.penalty, EDGE_IMPORTANCE, 0.5, params);
     let every = reach(miss_floor, &ranked);
     if !every.is_empty() {
-        let around = ctx.graph.edges_around(dataset, &every, params.edge_projection()).await?;
-        sketch.extend(Sketch::of(&around, feedback));
+        let around = match &ctx.sketch {
+            Some(index) if !feedback => index.around(&every, None),
+            _ => Sketch::of(&ctx.graph.edges_around(dataset, &every, params.edge_projection()).await?, feedback),
+        };
+        sketch.extend(around);
         ranked = rank_sketch(&sketch, node_distance, edge_distance, params);
     }
     tracing::debug!(
@@ -229,7 +240,9 @@ async fn rank_projection(
         core_edges,
         expanded_by_type = by_type.len(),
         expanded = every.len(),
+        sketch_edges = sketch.edges.len(),
         read_ms,
+        expand_ms = expanding.elapsed().as_secs_f64() * 1e3,
         "pruned projection"
     );
     if sketch.edges.is_empty() {
@@ -238,6 +251,7 @@ async fn rank_projection(
         return Ok(triplets_of(&fragment, node_distance, edge_distance, params));
     }
     // The winners, read in full.
+    let reading = std::time::Instant::now();
     let keys: Vec<EdgeKey> = ranked.iter().map(|(_, i)| sketch.edges[*i].key()).collect();
     let edges = ctx.graph.ranking().get_edges(dataset, &keys, params.edge_projection()).await?;
     let mut ends: Vec<Uuid> = keys.iter().flat_map(|k| [k.0, k.2]).collect();
@@ -246,6 +260,7 @@ async fn rank_projection(
     let nodes: HashMap<Uuid, Node> =
         ctx.graph.get_nodes(dataset, &ends).await?.into_iter().map(|n| (n.id, n)).collect();
     let mut edges: HashMap<EdgeKey, Edge> = edges.into_iter().map(|e| (e.key(), e)).collect();
+    tracing::debug!(winners = keys.len(), read_ms = reading.elapsed().as_secs_f64() * 1e3, "winners read");
     // A winner deleted since the sketch was read is left out.
     Ok(ranked
         .into_iter()

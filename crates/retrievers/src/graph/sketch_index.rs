@@ -6,7 +6,11 @@
 //! (docs/retrievers.md, "The sketch cache") and hands it to a search in
 //! [`crate::DatasetPorts::sketch`]; the search uses it for the ranking reads
 //! without feedback weights, the default. Compact: the node ids sorted once,
-//! the outgoing edges of each node in one array (about 24 bytes an edge).
+//! the outgoing edges of each node in one array, and each node's incoming
+//! edges as positions in that array (about 28 bytes an edge). It also
+//! answers the expansions of a search's ranking (the edges around some
+//! seeds, of some types or all), which on a store read every neighbour of a
+//! hub node.
 
 use std::collections::HashMap;
 
@@ -33,6 +37,10 @@ pub struct SketchIndex {
     /// (relationship name, target id) order.
     starts: Vec<u32>,
     out: Vec<Out>,
+    /// Node `i`'s incoming edges are `out[k]` for `k` in
+    /// `incoming[in_starts[i]..in_starts[i + 1]]`, in ascending `k`.
+    in_starts: Vec<u32>,
+    incoming: Vec<u32>,
     relationships: Vec<String>,
 }
 
@@ -80,42 +88,118 @@ impl SketchIndex {
             }
         }
         starts.push(u32::try_from(edges.len()).ok()?);
-        let out = edges.into_iter().map(|(_, o)| o).collect();
-        Some(Self { ids, importance, starts, out, relationships })
+        let out: Vec<Out> = edges.into_iter().map(|(_, o)| o).collect();
+        // Counting sort of the edge positions by target.
+        let mut in_starts = vec![0u32; ids.len() + 1];
+        for o in &out {
+            in_starts[o.target as usize + 1] += 1;
+        }
+        let mut sum = 0u32;
+        for s in &mut in_starts {
+            sum += *s;
+            *s = sum;
+        }
+        let mut fill = in_starts.clone();
+        let mut incoming = vec![0u32; out.len()];
+        for (k, o) in out.iter().enumerate() {
+            let slot = &mut fill[o.target as usize];
+            incoming[*slot as usize] = u32::try_from(k).ok()?;
+            *slot += 1;
+        }
+        Some(Self { ids, importance, starts, out, in_starts, incoming, relationships })
+    }
+
+    /// The positions of the seeds that are nodes, ascending, once each.
+    fn positions(&self, seeds: &[Uuid]) -> Vec<u32> {
+        let mut found: Vec<u32> =
+            seeds.iter().filter_map(|id| self.ids.binary_search(id).ok().and_then(|i| u32::try_from(i).ok())).collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+
+    fn node_sketch(&self, node: u32) -> NodeSketch {
+        NodeSketch {
+            id: self.ids[node as usize],
+            importance_weight: self.importance[node as usize].clone(),
+            feedback_weight: None,
+        }
+    }
+
+    fn edge_sketch(&self, source: u32, e: &Out) -> EdgeSketch {
+        EdgeSketch {
+            source_node_id: self.ids[source as usize],
+            relationship_name: self.relationships[e.relationship as usize].clone(),
+            target_node_id: self.ids[e.target as usize],
+            type_key: e.type_key,
+            feedback_weight: None,
+        }
+    }
+
+    /// Node `node`'s outgoing edges, as positions in `out`.
+    fn outgoing(&self, node: u32) -> std::ops::Range<usize> {
+        self.starts[node as usize] as usize..self.starts[node as usize + 1] as usize
+    }
+
+    /// The source of the edge at position `k` of `out`.
+    fn source_of(&self, k: usize) -> u32 {
+        // The last node whose edges start at or before `k` owns it (nodes
+        // without edges share their successor's start).
+        let owner = self.starts.partition_point(|&s| s as usize <= k).saturating_sub(1);
+        u32::try_from(owner).unwrap_or(u32::MAX)
     }
 
     /// The seeds that are nodes, and the edges between two of them: what
     /// the store's `sketch_between(dataset, seeds, false)` answers, in its
     /// order (nodes by id, edges by key).
     pub fn between(&self, seeds: &[Uuid]) -> Sketch {
-        let mut found: Vec<u32> =
-            seeds.iter().filter_map(|id| self.ids.binary_search(id).ok().and_then(|i| u32::try_from(i).ok())).collect();
-        found.sort_unstable();
-        found.dedup();
-        let nodes = found
-            .iter()
-            .map(|&i| NodeSketch {
-                id: self.ids[i as usize],
-                importance_weight: self.importance[i as usize].clone(),
-                feedback_weight: None,
-            })
-            .collect();
+        let found = self.positions(seeds);
         let mut edges = Vec::new();
         for &source in &found {
-            let (from, to) = (self.starts[source as usize] as usize, self.starts[source as usize + 1] as usize);
-            for e in &self.out[from..to] {
+            for e in &self.out[self.outgoing(source)] {
                 if found.binary_search(&e.target).is_ok() {
-                    edges.push(EdgeSketch {
-                        source_node_id: self.ids[source as usize],
-                        relationship_name: self.relationships[e.relationship as usize].clone(),
-                        target_node_id: self.ids[e.target as usize],
-                        type_key: e.type_key,
-                        feedback_weight: None,
-                    });
+                    edges.push(self.edge_sketch(source, e));
                 }
             }
         }
-        Sketch { nodes, edges }
+        Sketch { nodes: found.iter().map(|&i| self.node_sketch(i)).collect(), edges }
+    }
+
+    /// The seeds that are nodes, every edge touching one of them (only
+    /// those whose type key is among `type_keys`, when given), and those
+    /// edges' other ends: what the store's `edges_around` (or
+    /// `edges_around_of_types`) answers, as a sketch. Nodes by id, edges by
+    /// key, each once.
+    pub fn around(&self, seeds: &[Uuid], type_keys: Option<&[Uuid]>) -> Sketch {
+        let found = self.positions(seeds);
+        let types = type_keys.map(|t| {
+            let mut t = t.to_vec();
+            t.sort_unstable();
+            t
+        });
+        let wanted = |k: usize| types.as_ref().is_none_or(|t| t.binary_search(&self.out[k].type_key).is_ok());
+        let mut keys: Vec<usize> = Vec::new();
+        for &node in &found {
+            keys.extend(self.outgoing(node).filter(|&k| wanted(k)));
+            let (from, to) = (self.in_starts[node as usize] as usize, self.in_starts[node as usize + 1] as usize);
+            keys.extend(self.incoming[from..to].iter().map(|&k| k as usize).filter(|&k| wanted(k)));
+        }
+        // Positions in `out` are in key order.
+        keys.sort_unstable();
+        keys.dedup();
+        let mut nodes = found;
+        let edges = keys
+            .into_iter()
+            .map(|k| {
+                let source = self.source_of(k);
+                nodes.push(source);
+                nodes.push(self.out[k].target);
+                self.edge_sketch(source, &self.out[k])
+            })
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        Sketch { nodes: nodes.into_iter().map(|i| self.node_sketch(i)).collect(), edges }
     }
 
     /// Nodes and edges held.
@@ -130,8 +214,8 @@ impl SketchIndex {
 
     /// About the memory it takes, in bytes.
     pub fn bytes(&self) -> usize {
-        self.ids.len() * (size_of::<Uuid>() + size_of::<Option<Value>>() + size_of::<u32>())
-            + self.out.len() * size_of::<Out>()
+        self.ids.len() * (size_of::<Uuid>() + size_of::<Option<Value>>() + 2 * size_of::<u32>())
+            + self.out.len() * (size_of::<Out>() + size_of::<u32>())
             + self.relationships.iter().map(|r| r.len() + size_of::<String>()).sum::<usize>()
     }
 }
@@ -186,5 +270,100 @@ mod tests {
         assert!(index.between(&[Uuid::from_u128(4)]).edges.is_empty(), "an edge needs both ends among the seeds");
         assert_eq!(index.between(&[Uuid::from_u128(3), Uuid::from_u128(4)]).edges.len(), 1);
         assert!(index.between(&[]).nodes.is_empty());
+    }
+    fn keys(sketch: &Sketch) -> Vec<(u128, String, u128)> {
+        sketch
+            .edges
+            .iter()
+            .map(|e| (e.source_node_id.as_u128(), e.relationship_name.clone(), e.target_node_id.as_u128()))
+            .collect()
+    }
+
+    fn ids(sketch: &Sketch) -> Vec<u128> {
+        sketch.nodes.iter().map(|n| n.id.as_u128()).collect()
+    }
+
+    #[test]
+    fn answers_the_edges_around_seeds_with_their_other_ends() {
+        let nodes = vec![node(1, None), node(2, None), node(3, Some(json!(0.9))), node(4, None), node(5, None)];
+        let edges =
+            vec![edge(2, "b", 1), edge(1, "knows", 2), edge(1, "knows", 3), edge(1, "is_a", 3), edge(3, "x", 4)];
+        let index = SketchIndex::build(Sketch { nodes, edges }).unwrap();
+        let around = index.around(&[Uuid::from_u128(3)], None);
+        assert_eq!(ids(&around), [1, 3, 4], "the seed and the other ends, by id");
+        assert_eq!(around.nodes[1].importance_weight, Some(json!(0.9)));
+        assert_eq!(
+            keys(&around),
+            [(1, "is_a".into(), 3), (1, "knows".into(), 3), (3, "x".into(), 4)],
+            "incoming and outgoing edges, by key"
+        );
+        let types: &[Uuid] = &[Uuid::from_u128(3004), Uuid::from_u128(77)];
+        let typed = index.around(&[Uuid::from_u128(3)], Some(types));
+        assert_eq!(keys(&typed), [(3, "x".into(), 4)], "only the edges of the given types");
+        assert_eq!(ids(&typed), [3, 4]);
+        let both = index.around(&[Uuid::from_u128(2), Uuid::from_u128(1), Uuid::from_u128(2)], None);
+        assert_eq!(keys(&both).len(), 4, "an edge between two seeds comes once: {:?}", keys(&both));
+        assert_eq!(ids(&both), [1, 2, 3]);
+        assert_eq!(ids(&index.around(&[Uuid::from_u128(5)], None)), [5], "a seed without edges is still a node");
+        assert!(index.around(&[Uuid::from_u128(9)], None).nodes.is_empty(), "an unknown seed is no node");
+        assert!(index.around(&[Uuid::from_u128(3)], Some(&types[..0])).edges.is_empty());
+    }
+
+    /// On a graph with hubs, nodes without edges and repeated names, every
+    /// `around` equals filtering the whole edge list.
+    #[test]
+    fn around_equals_filtering_every_edge() {
+        let mut state = 7u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let nodes: Vec<NodeSketch> = (1..=60).map(|i| node(i, None)).collect();
+        let edges: Vec<EdgeSketch> = (0..400)
+            .map(|_| {
+                // Node 1 and 2 are hubs; 50..=60 never have edges.
+                let source = if next(4) == 0 { 1 } else { 1 + u128::from(next(49)) };
+                let target = if next(3) == 0 { 2 } else { 1 + u128::from(next(49)) };
+                let mut e = edge(source, ["r", "s", "t"][next(3) as usize], target);
+                e.type_key = Uuid::from_u128(u128::from(next(5)));
+                e
+            })
+            .collect();
+        let index = SketchIndex::build(Sketch { nodes: nodes.clone(), edges: edges.clone() }).unwrap();
+        let whole = Sketch { nodes, edges }.in_whole_dataset_order();
+        let mut unique = whole.edges.clone();
+        unique.dedup_by(|a, b| {
+            (a.source_node_id, &a.relationship_name, a.target_node_id)
+                == (b.source_node_id, &b.relationship_name, b.target_node_id)
+        });
+        for round in 0..200 {
+            let seeds: Vec<Uuid> = (0..1 + next(6)).map(|_| Uuid::from_u128(1 + u128::from(next(62)))).collect();
+            let types: Vec<Uuid> = (0..next(3)).map(|_| Uuid::from_u128(u128::from(next(5)))).collect();
+            let filter = if round % 2 == 0 { None } else { Some(types.as_slice()) };
+            let touches = |e: &&EdgeSketch| {
+                (seeds.contains(&e.source_node_id) || seeds.contains(&e.target_node_id))
+                    && filter.is_none_or(|t| t.contains(&e.type_key))
+            };
+            let expected: Vec<&EdgeSketch> = unique.iter().filter(touches).collect();
+            let got = index.around(&seeds, filter);
+            assert_eq!(
+                keys(&got),
+                expected
+                    .iter()
+                    .map(|e| (e.source_node_id.as_u128(), e.relationship_name.clone(), e.target_node_id.as_u128()))
+                    .collect::<Vec<_>>(),
+                "seeds {seeds:?}, types {filter:?}"
+            );
+            let got_types: Vec<Uuid> = got.edges.iter().map(|e| e.type_key).collect();
+            assert_eq!(got_types, expected.iter().map(|e| e.type_key).collect::<Vec<_>>());
+            let mut nodes: Vec<u128> = expected
+                .iter()
+                .flat_map(|e| [e.source_node_id.as_u128(), e.target_node_id.as_u128()])
+                .chain(seeds.iter().map(|s| s.as_u128()).filter(|s| *s <= 60))
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            assert_eq!(ids(&got), nodes, "seeds {seeds:?}");
+        }
     }
 }
