@@ -7,10 +7,10 @@
 //! [`crate::DatasetPorts::sketch`]; the search uses it for the ranking reads
 //! without feedback weights, the default. Compact: the node ids sorted once,
 //! the outgoing edges of each node in one array, and each node's incoming
-//! edges as positions in that array (about 28 bytes an edge). It also
-//! answers the expansions of a search's ranking (the edges around some
-//! seeds, of some types or all), which on a store read every neighbour of a
-//! hub node.
+//! edges and each type key's edges as positions in that array (about 32
+//! bytes an edge). It also answers the expansions of a search's ranking
+//! (the edges around some seeds, of some types or all), which on a store
+//! read every neighbour of a hub node or probe an index per type.
 
 use std::collections::HashMap;
 
@@ -41,6 +41,11 @@ pub struct SketchIndex {
     /// `incoming[in_starts[i]..in_starts[i + 1]]`, in ascending `k`.
     in_starts: Vec<u32>,
     incoming: Vec<u32>,
+    /// The distinct type keys, sorted; type `t`'s edges are `out[k]` for
+    /// `k` in `of_type[type_starts[t]..type_starts[t + 1]]`, ascending.
+    types: Vec<Uuid>,
+    type_starts: Vec<u32>,
+    of_type: Vec<u32>,
     relationships: Vec<String>,
 }
 
@@ -106,7 +111,20 @@ impl SketchIndex {
             incoming[*slot as usize] = u32::try_from(k).ok()?;
             *slot += 1;
         }
-        Some(Self { ids, importance, starts, out, in_starts, incoming, relationships })
+        // The edge positions by type key (a stable sort keeps them ascending).
+        let mut of_type: Vec<u32> = (0..u32::try_from(out.len()).ok()?).collect();
+        of_type.sort_by_key(|&k| out[k as usize].type_key);
+        let mut types = Vec::new();
+        let mut type_starts = Vec::new();
+        for (i, &k) in of_type.iter().enumerate() {
+            let key = out[k as usize].type_key;
+            if types.last() != Some(&key) {
+                types.push(key);
+                type_starts.push(u32::try_from(i).ok()?);
+            }
+        }
+        type_starts.push(u32::try_from(of_type.len()).ok()?);
+        Some(Self { ids, importance, starts, out, in_starts, incoming, types, type_starts, of_type, relationships })
     }
 
     /// The positions of the seeds that are nodes, ascending, once each.
@@ -172,17 +190,48 @@ impl SketchIndex {
     /// key, each once.
     pub fn around(&self, seeds: &[Uuid], type_keys: Option<&[Uuid]>) -> Sketch {
         let found = self.positions(seeds);
-        let types = type_keys.map(|t| {
-            let mut t = t.to_vec();
-            t.sort_unstable();
-            t
-        });
-        let wanted = |k: usize| types.as_ref().is_none_or(|t| t.binary_search(&self.out[k].type_key).is_ok());
         let mut keys: Vec<usize> = Vec::new();
-        for &node in &found {
-            keys.extend(self.outgoing(node).filter(|&k| wanted(k)));
+        let incoming = |node: u32| {
             let (from, to) = (self.in_starts[node as usize] as usize, self.in_starts[node as usize + 1] as usize);
-            keys.extend(self.incoming[from..to].iter().map(|&k| k as usize).filter(|&k| wanted(k)));
+            self.incoming[from..to].iter().map(|&k| k as usize)
+        };
+        match type_keys {
+            None => {
+                for &node in &found {
+                    keys.extend(self.outgoing(node));
+                    keys.extend(incoming(node));
+                }
+            }
+            Some(type_keys) => {
+                // Walk whichever is shorter: the seeds' edges (a hub seed
+                // has tens of thousands), or the edges of the types.
+                let mut ranges: Vec<std::ops::Range<usize>> = type_keys
+                    .iter()
+                    .filter_map(|t| self.types.binary_search(t).ok())
+                    .map(|t| self.type_starts[t] as usize..self.type_starts[t + 1] as usize)
+                    .collect();
+                ranges.sort_by_key(|r| r.start);
+                ranges.dedup();
+                let by_type: usize = ranges.iter().map(ExactSizeIterator::len).sum();
+                let by_seed: usize = found.iter().map(|&n| self.outgoing(n).len() + incoming(n).len()).sum();
+                if by_type <= by_seed {
+                    let touches = |k: usize| {
+                        found.binary_search(&self.source_of(k)).is_ok()
+                            || found.binary_search(&self.out[k].target).is_ok()
+                    };
+                    for range in ranges {
+                        keys.extend(self.of_type[range].iter().map(|&k| k as usize).filter(|&k| touches(k)));
+                    }
+                } else {
+                    let mut wanted: Vec<Uuid> = type_keys.to_vec();
+                    wanted.sort_unstable();
+                    let of_wanted = |k: &usize| wanted.binary_search(&self.out[*k].type_key).is_ok();
+                    for &node in &found {
+                        keys.extend(self.outgoing(node).filter(of_wanted));
+                        keys.extend(incoming(node).filter(of_wanted));
+                    }
+                }
+            }
         }
         // Positions in `out` are in key order.
         keys.sort_unstable();
@@ -215,7 +264,8 @@ impl SketchIndex {
     /// About the memory it takes, in bytes.
     pub fn bytes(&self) -> usize {
         self.ids.len() * (size_of::<Uuid>() + size_of::<Option<Value>>() + 2 * size_of::<u32>())
-            + self.out.len() * (size_of::<Out>() + size_of::<u32>())
+            + self.out.len() * (size_of::<Out>() + 2 * size_of::<u32>())
+            + self.types.len() * (size_of::<Uuid>() + size_of::<u32>())
             + self.relationships.iter().map(|r| r.len() + size_of::<String>()).sum::<usize>()
     }
 }
