@@ -18,8 +18,8 @@ use recall_core::ports::GraphStore;
 use recall_core::DatasetId;
 use recall_retrievers::graph::SketchIndex;
 
-/// Bytes all cached sketches may take together (about 28 bytes an edge: a
-/// 100k-chunk store of 1.1 M edges takes ~45 MB).
+/// Bytes all cached sketches may take together (about 32 bytes an edge: a
+/// 100k-chunk store of 1.1 M edges takes ~50 MB).
 pub(crate) const SKETCH_CACHE_BUDGET: usize = 1 << 30;
 
 /// A dataset's entry.
