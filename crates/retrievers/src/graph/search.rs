@@ -192,10 +192,13 @@ async fn rank_projection(
     let dataset = ctx.dataset.id;
     let mut ids: Vec<Uuid> = node_distance.keys().copied().collect();
     ids.sort();
+    // The sketch in memory answers every sketch read, except with feedback
+    // weights (not cached).
+    let cached = ctx.sketch.as_deref().filter(|_| !feedback);
     let read = std::time::Instant::now();
-    let mut sketch = match &ctx.sketch {
+    let mut sketch = match cached {
         _ if ids.is_empty() => Sketch::default(),
-        Some(index) if !feedback => index.between(&ids),
+        Some(index) => index.between(&ids),
         _ => ctx.graph.ranking().sketch_between(dataset, &ids, feedback).await?,
     };
     let read_ms = read.elapsed().as_secs_f64() * 1e3;
@@ -214,9 +217,9 @@ async fn rank_projection(
     if !by_type.is_empty() {
         let mut types: Vec<Uuid> = edge_distance.keys().copied().collect();
         types.sort();
-        let around = match &ctx.sketch {
-            Some(index) if !feedback => index.around(&by_type, Some(types.as_slice())),
-            _ => Sketch::of(
+        let around = match cached {
+            Some(index) => index.around(&by_type, Some(types.as_slice())),
+            None => Sketch::of(
                 &ctx.graph.ranking().edges_around_of_types(dataset, &by_type, &types, params.edge_projection()).await?,
                 feedback,
             ),
@@ -228,9 +231,9 @@ async fn rank_projection(
     let miss_floor = unmatched_node_floor(params) + element_score(params.penalty, EDGE_IMPORTANCE, 0.5, params);
     let every = reach(miss_floor, &ranked);
     if !every.is_empty() {
-        let around = match &ctx.sketch {
-            Some(index) if !feedback => index.around(&every, None),
-            _ => Sketch::of(&ctx.graph.edges_around(dataset, &every, params.edge_projection()).await?, feedback),
+        let around = match cached {
+            Some(index) => index.around(&every, None),
+            None => Sketch::of(&ctx.graph.edges_around(dataset, &every, params.edge_projection()).await?, feedback),
         };
         sketch.extend(around);
         ranked = rank_sketch(&sketch, node_distance, edge_distance, params);

@@ -159,6 +159,12 @@ impl SketchIndex {
         self.starts[node as usize] as usize..self.starts[node as usize + 1] as usize
     }
 
+    /// Node `node`'s incoming edges, as positions in `out`.
+    fn incoming_edges(&self, node: u32) -> impl ExactSizeIterator<Item = usize> + '_ {
+        let (from, to) = (self.in_starts[node as usize] as usize, self.in_starts[node as usize + 1] as usize);
+        self.incoming[from..to].iter().map(|&k| k as usize)
+    }
+
     /// The source of the edge at position `k` of `out`.
     fn source_of(&self, k: usize) -> u32 {
         // The last node whose edges start at or before `k` owns it (nodes
@@ -191,15 +197,11 @@ impl SketchIndex {
     pub fn around(&self, seeds: &[Uuid], type_keys: Option<&[Uuid]>) -> Sketch {
         let found = self.positions(seeds);
         let mut keys: Vec<usize> = Vec::new();
-        let incoming = |node: u32| {
-            let (from, to) = (self.in_starts[node as usize] as usize, self.in_starts[node as usize + 1] as usize);
-            self.incoming[from..to].iter().map(|&k| k as usize)
-        };
         match type_keys {
             None => {
                 for &node in &found {
                     keys.extend(self.outgoing(node));
-                    keys.extend(incoming(node));
+                    keys.extend(self.incoming_edges(node));
                 }
             }
             Some(type_keys) => {
@@ -213,7 +215,7 @@ impl SketchIndex {
                 ranges.sort_by_key(|r| r.start);
                 ranges.dedup();
                 let by_type: usize = ranges.iter().map(ExactSizeIterator::len).sum();
-                let by_seed: usize = found.iter().map(|&n| self.outgoing(n).len() + incoming(n).len()).sum();
+                let by_seed: usize = found.iter().map(|&n| self.outgoing(n).len() + self.incoming_edges(n).len()).sum();
                 if by_type <= by_seed {
                     let touches = |k: usize| {
                         found.binary_search(&self.source_of(k)).is_ok()
@@ -228,7 +230,7 @@ impl SketchIndex {
                     let of_wanted = |k: &usize| wanted.binary_search(&self.out[*k].type_key).is_ok();
                     for &node in &found {
                         keys.extend(self.outgoing(node).filter(of_wanted));
-                        keys.extend(incoming(node).filter(of_wanted));
+                        keys.extend(self.incoming_edges(node).filter(of_wanted));
                     }
                 }
             }
@@ -321,6 +323,7 @@ mod tests {
         assert_eq!(index.between(&[Uuid::from_u128(3), Uuid::from_u128(4)]).edges.len(), 1);
         assert!(index.between(&[]).nodes.is_empty());
     }
+
     fn keys(sketch: &Sketch) -> Vec<(u128, String, u128)> {
         sketch
             .edges
