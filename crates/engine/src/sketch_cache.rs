@@ -2,9 +2,10 @@
 //! ranking sketch in memory, keyed by the dataset's data version, so a graph
 //! search ranks its seeds without reading the store.
 //!
-//! A search asks for the sketch at the version it runs at. When the cache
-//! has it, the search uses it; otherwise the search reads the store as
-//! before, and from the second ask at that version the cache loads it in
+//! A search that ranks the graph (`Retriever::ranks_the_graph`) asks for
+//! the sketch at the version it runs at. When the cache has it, the search
+//! uses it; otherwise the search reads the store as before, and from the
+//! second ask at that version the cache loads it in
 //! the background, one load at a time for the whole process. Every write
 //! moves the data version (before and after it writes), so a sketch read
 //! mid-write is never used past the write's end; while a write is
@@ -133,6 +134,12 @@ impl SketchCache {
             drop(self.loading.acquire().await);
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
+    }
+
+    /// Whether a sketch of the dataset is in memory, at any version.
+    #[cfg(test)]
+    pub(crate) fn holds(&self, dataset: DatasetId) -> bool {
+        self.slots.lock().is_ok_and(|slots| matches!(slots.get(&dataset), Some(Slot::Ready(..))))
     }
 
     /// Whether the load of `version` is still the one the dataset waits for.

@@ -265,9 +265,10 @@ impl Engine {
             return Ok(Vec::new());
         };
         self.observe_data_versions(&[dataset.id]).await?;
-        let ctx = self.retrieval_context(&dataset, std::sync::Arc::new(recall_core::NoEvents));
-        let options = RetrieverOptions::with_top_k(DEFAULT_SKILL_GATE_TOP_K);
         let retriever = self.retrievers.get(SearchType::Skills)?;
+        let ctx =
+            self.retrieval_context(&dataset, std::sync::Arc::new(recall_core::NoEvents), retriever.ranks_the_graph());
+        let options = RetrieverOptions::with_top_k(DEFAULT_SKILL_GATE_TOP_K);
         let objects = retriever.get_retrieved_objects(&ctx, &request.query_text, &options).await?;
         Ok(objects
             .into_iter()

@@ -61,6 +61,11 @@ pub(crate) fn no_chunks() -> RecallError {
 
 #[async_trait]
 impl Retriever for ChunksRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

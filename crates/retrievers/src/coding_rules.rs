@@ -17,6 +17,11 @@ pub struct CodingRulesRetriever;
 
 #[async_trait]
 impl Retriever for CodingRulesRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

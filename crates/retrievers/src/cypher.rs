@@ -30,6 +30,11 @@ pub struct CypherRetriever;
 
 #[async_trait]
 impl Retriever for CypherRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,
@@ -82,6 +87,11 @@ fn clean_cypher(answer: &str) -> String {
 
 #[async_trait]
 impl Retriever for NaturalLanguageRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

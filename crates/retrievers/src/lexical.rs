@@ -335,6 +335,11 @@ impl LexicalChunksRetriever {
 
 #[async_trait]
 impl Retriever for LexicalChunksRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

@@ -33,6 +33,11 @@ pub struct PassageFamily<S>(pub S);
 
 #[async_trait]
 impl<S: PassageStrategy> Retriever for PassageFamily<S> {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

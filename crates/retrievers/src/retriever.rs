@@ -210,6 +210,17 @@ impl LlmContext {
 /// objects' `text`s as the context, the objects themselves as the output).
 #[async_trait]
 pub trait Retriever: Send + Sync {
+    /// Whether the retriever ranks the dataset's graph (the triplet search
+    /// of [`crate::graph`]), so the engine hands it the sketch cache
+    /// ([`DatasetPorts::sketch`]) and keeps that cache loaded. A retriever
+    /// that never ranks the graph answers `false`, and a process that only
+    /// runs such searches never loads a sketch (hundreds of MiB at a
+    /// million chunks). The default is `true`: a retriever that says nothing
+    /// gets the sketch, as every retriever did before this existed.
+    fn ranks_the_graph(&self) -> bool {
+        true
+    }
+
     /// Step 1: fetch raw objects.
     async fn get_retrieved_objects(
         &self,

@@ -18,6 +18,11 @@ pub struct SkillsRetriever;
 
 #[async_trait]
 impl Retriever for SkillsRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

@@ -22,6 +22,11 @@ impl Default for SummariesRetriever {
 
 #[async_trait]
 impl Retriever for SummariesRetriever {
+    /// Reads no ranking sketch.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     async fn get_retrieved_objects(
         &self,
         ctx: &DatasetPorts,

@@ -14,6 +14,12 @@ pub struct ExactPhraseRetriever;
 
 #[async_trait]
 impl Retriever for ExactPhraseRetriever {
+    /// It reads chunks, never the graph's ranking: the engine need not load
+    /// the dataset's sketch for it.
+    fn ranks_the_graph(&self) -> bool {
+        false
+    }
+
     /// Step 1: the raw objects — chunk payloads as JSON.
     async fn get_retrieved_objects(
         &self,

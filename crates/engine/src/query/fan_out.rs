@@ -124,11 +124,22 @@ impl Engine {
 
     /// The stores, models and data version for one dataset: the stores as
     /// a search may see them (without what is quarantined, crate::visibility).
-    pub(crate) fn retrieval_context(&self, dataset: &Dataset, events: Arc<dyn RecallEvents>) -> DatasetPorts {
+    /// Only a search that ranks the graph asks for the sketch cache
+    /// (`Retriever::ranks_the_graph`), so one that never does never loads it.
+    pub(crate) fn retrieval_context(
+        &self,
+        dataset: &Dataset,
+        events: Arc<dyn RecallEvents>,
+        ranks_the_graph: bool,
+    ) -> DatasetPorts {
         let hidden = self.hidden(dataset.id);
         let data_version = self.data_version(dataset.id);
         // The cached sketch is the whole dataset's: only where nothing is hidden.
-        let sketch = if hidden.is_empty() { self.sketches.get(&self.graph, dataset.id, data_version) } else { None };
+        let sketch = if ranks_the_graph && hidden.is_empty() {
+            self.sketches.get(&self.graph, dataset.id, data_version)
+        } else {
+            None
+        };
         let (graph, vectors) = crate::visibility::visible_ports(&self.graph, &self.vectors, hidden);
         DatasetPorts {
             dataset: dataset.clone(),
@@ -213,7 +224,10 @@ impl Engine {
         events: Arc<dyn RecallEvents>,
     ) -> Result<SearchResultPayload> {
         self.check_embedding_width(dataset.id).await?;
-        let mut ctx = self.retrieval_context(dataset, events);
+        // FEELING_LUCKY picks its type with these ports: it may pick a graph type.
+        let ranks_the_graph = requested == SearchType::FeelingLucky
+            || self.retrievers.get(requested).map_or(true, |r| r.ranks_the_graph());
+        let mut ctx = self.retrieval_context(dataset, events, ranks_the_graph);
         let search_type = self.effective_type(&ctx, requested, request).await?;
         if matches!(search_type, SearchType::Cypher | SearchType::NaturalLanguage) && !self.config.allow_cypher_query {
             return Err(RecallError::SearchTypeDisabled(search_type));
@@ -392,5 +406,51 @@ impl RecallEvents for DatasetEvents {
             }
         }
         self.inner.emit(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use recall_core::ports::RelationalPorts;
+    use recall_core::SearchType;
+    use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
+
+    use crate::{EngineBuilder, RecallRequest, RememberInput};
+
+    /// Searches that never rank the graph leave the sketch cache alone, however
+    /// often they run; a graph search loads it from its second ask.
+    #[tokio::test]
+    async fn only_searches_that_rank_the_graph_load_the_sketch() {
+        let engine = EngineBuilder::new(
+            RelationalPorts::from_store(Arc::new(MemoryRelationalStore::new())),
+            Arc::new(MemoryGraphStore::new()),
+            Arc::new(MemoryVectorStore::new()),
+            Arc::new(HashingEmbedder::new(64).unwrap_or_else(|e| panic!("{e}"))),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let user = engine.relational().users.ensure_user("sketch@example.com").await.unwrap_or_else(|e| panic!("{e}"));
+        let text = "Ada Lovelace worked with Charles Babbage on the Analytical Engine.";
+        engine.remember(&user, "d", &[RememberInput::text(text)]).await.unwrap_or_else(|e| panic!("{e}"));
+        let dataset = engine.dataset(&user, "d").await.unwrap_or_else(|e| panic!("{e}")).id;
+        let ask = |t: SearchType| RecallRequest::new("Who worked with Ada Lovelace?").query_type(t).only_context(true);
+
+        for search_type in
+            [SearchType::Chunks, SearchType::ChunksLexical, SearchType::Summaries, SearchType::RagCompletion]
+        {
+            for _ in 0..3 {
+                engine.recall(&user, &ask(search_type)).await.unwrap_or_else(|e| panic!("{search_type}: {e}"));
+            }
+        }
+        engine.settle_caches().await;
+        assert!(!engine.sketches.holds(dataset), "no search so far ranked the graph");
+
+        for _ in 0..2 {
+            engine.recall(&user, &ask(SearchType::GraphCompletion)).await.unwrap_or_else(|e| panic!("{e}"));
+        }
+        engine.settle_caches().await;
+        assert!(engine.sketches.holds(dataset), "the second graph search loads the sketch");
     }
 }
