@@ -110,9 +110,10 @@ fn label(key: &str) -> String {
 impl CredentialsConfig {
     /// The stored form of a key: `pbkdf2_sha256$<iterations>$<hex digest>`.
     pub fn key_hash(&self, key: &str) -> String {
-        let rounds = self.api_key_hash_iterations.max(1);
+        let rounds = std::num::NonZeroU32::new(self.api_key_hash_iterations).unwrap_or(std::num::NonZeroU32::MIN);
         let mut digest = [0u8; 32];
-        pbkdf2::pbkdf2_hmac::<Sha256>(key.as_bytes(), self.api_key_hash_salt.as_bytes(), rounds, &mut digest);
+        let salt = self.api_key_hash_salt.as_bytes();
+        aws_lc_rs::pbkdf2::derive(aws_lc_rs::pbkdf2::PBKDF2_HMAC_SHA256, rounds, salt, key.as_bytes(), &mut digest);
         format!("pbkdf2_sha256${rounds}${}", hex::encode(digest))
     }
 }
