@@ -116,7 +116,9 @@ async fn share_one_store(env: &[(String, String)], writers: usize, readers: usiz
         }));
     }
     let mut http_calls = 0;
+    let mut slowest = Duration::ZERO;
     while Instant::now() < deadline {
+        let sent = Instant::now();
         let response = client
             .post(format!("{base}/api/v1/recall"))
             .header("X-Api-Key", &key)
@@ -130,13 +132,14 @@ async fn share_one_store(env: &[(String, String)], writers: usize, readers: usiz
             failures.lock().unwrap().push(format!("HTTP {status}: {body}"));
         }
         http_calls += 1;
+        slowest = slowest.max(sent.elapsed());
     }
     for t in threads {
         t.join().unwrap();
     }
     let writes: usize = written.iter().map(|c| c.load(Ordering::SeqCst)).sum();
     eprintln!(
-        "{seconds} s: {writes} CLI remembers, {} CLI recalls, {http_calls} HTTP recalls",
+        "{seconds} s: {writes} CLI remembers, {} CLI recalls, {http_calls} HTTP recalls (slowest {slowest:?})",
         reads.load(Ordering::SeqCst)
     );
     let failures = failures.lock().unwrap().clone();
