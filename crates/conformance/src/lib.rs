@@ -149,6 +149,16 @@ async fn graph_roundtrip_and_projection(store: &dyn GraphStore) {
     store.upsert_edges(ds, &edges[..1]).await.unwrap();
     assert_eq!(store.count(ds).await.unwrap(), (4, 4));
     assert_eq!(store.get_nodes(ds, &[a]).await.unwrap(), vec![renamed]);
+
+    // In one call, a changed edge is rewritten and an unchanged one is kept
+    // (a store may skip writing it again).
+    let mut weighted = edges[1].clone();
+    weighted.properties.insert("weight".into(), json!(0.5));
+    store.upsert_edges(ds, &[weighted.clone(), edges[2].clone()]).await.unwrap();
+    let stored = store.get_graph(ds).await.unwrap().edges;
+    assert_eq!(stored.len(), 4);
+    assert!(stored.contains(&weighted) && !stored.contains(&edges[1]), "the changed edge is rewritten");
+    assert!(stored.contains(&edges[2]) && stored.contains(&edges[0]), "{stored:?}");
     store.delete_dataset(ds).await.unwrap();
 }
 
