@@ -128,14 +128,46 @@ fn corpus(docs: usize, chunks_per_doc: usize, words: usize) -> Vec<RememberInput
         .collect()
 }
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn arg_str(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+/// The flags (`recall-bench --help`); see the module's documentation.
+#[derive(clap::Parser)]
+#[command(about = "Ingestion throughput and recall latency on the embedded default (run it in release)")]
+struct Args {
+    /// Chunks to ingest (documents of ten chunks each).
+    #[arg(long, default_value_t = 2400)]
+    chunks: usize,
+    /// Queries per search type.
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
+    /// Keeps the store in this directory; a later run on it skips the ingestion.
+    #[arg(long)]
+    data_dir: Option<std::path::PathBuf>,
+    /// `hashing` (word hashing) or `local` (the built-in model).
+    #[arg(long, default_value = "hashing")]
+    embedder: String,
+    /// MiB of the in-process vector search cache (0: LanceDB's own search).
+    #[arg(long)]
+    vector_cache_mb: Option<usize>,
+    /// Rows of one dataset from which the search cache probes partitions (0: never).
+    #[arg(long)]
+    vector_partition_rows: Option<usize>,
+    /// MiB of Lance's own caches (index parts, manifests).
+    #[arg(long)]
+    lance_cache_mb: Option<usize>,
+    /// A Postgres URL for the relational store and the graph (the vectors stay in LanceDB).
+    #[arg(long)]
+    db_url: Option<String>,
+    /// Appends every answer to this file, one line per query.
+    #[arg(long)]
+    dump: Option<std::path::PathBuf>,
+    /// Times the streamed graph export (0 skips it).
+    #[arg(long, default_value_t = 1)]
+    export: usize,
+    /// Times remembering and forgetting one short document this many times.
+    #[arg(long, default_value_t = 1)]
+    increments: usize,
+    /// Fills one session with this many QA turns and times the session lane (0: off).
+    #[arg(long, default_value_t = 0)]
+    session_turns: usize,
 }
 
 /// A field of `/proc/self/status` in KiB (`RssAnon`, `VmHWM`); `None` off Linux.
@@ -223,37 +255,33 @@ async fn main() -> recall_core::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .init();
-    let target_chunks = arg("--chunks", 2400);
-    let queries = arg("--queries", 200);
+    let args = <Args as clap::Parser>::parse();
+    let target_chunks = args.chunks;
+    let queries = args.queries;
     let chunks_per_doc = 10;
     let words = 60;
     let docs = target_chunks.div_ceil(chunks_per_doc);
-    let kept = arg_str("--data-dir").map(std::path::PathBuf::from);
+    let kept = args.data_dir.clone();
     let dir =
         kept.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("recall-bench-{}", uuid::Uuid::new_v4())));
     let reuse = kept.is_some() && dir.exists();
     let mut settings = Settings::embedded(&dir)?;
     settings.chunk_size = words;
-    settings.embedding_provider = arg_str("--embedder").unwrap_or_else(|| "hashing".into());
+    settings.embedding_provider = args.embedder.clone();
     // 0 measures LanceDB's own search (no in-process search cache).
-    if let Some(mb) = arg_str("--vector-cache-mb") {
-        let mb = mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-cache-mb takes MiB"))?;
+    if let Some(mb) = args.vector_cache_mb {
         settings.vector_cache_mb = Some(mb);
     }
-    // Rows of one dataset from which the search cache probes partitions (0: never).
-    if let Some(rows) = arg_str("--vector-partition-rows") {
-        settings.vector_partition_rows =
-            rows.parse().map_err(|_| recall_core::RecallError::invalid_input("--vector-partition-rows takes rows"))?;
+    if let Some(rows) = args.vector_partition_rows {
+        settings.vector_partition_rows = rows;
     }
-    // MiB of Lance's own caches (index parts, manifests).
-    if let Some(mb) = arg_str("--lance-cache-mb") {
-        settings.lance_cache_mb =
-            mb.parse().map_err(|_| recall_core::RecallError::invalid_input("--lance-cache-mb takes MiB"))?;
+    if let Some(mb) = args.lance_cache_mb {
+        settings.lance_cache_mb = mb;
     }
     // A Postgres URL puts the relational store and the graph there (the
     // vectors stay in LanceDB under the data directory).
-    if let Some(url) = arg_str("--db-url") {
-        settings.db_url = url.into();
+    if let Some(url) = &args.db_url {
+        settings.db_url = url.clone().into();
     }
     println!("search cache budget: {} MiB", settings.vector_cache_bytes() >> 20);
     let anon = AnonPeak::start();
@@ -343,16 +371,13 @@ async fn main() -> recall_core::Result<()> {
         }
         // `--dump FILE`: every answer, one line per query, so two runs
         // (say with and without partitions) can be compared.
-        if let Some(path) = arg_str("--dump") {
+        if let Some(path) = &args.dump {
             use std::io::Write;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| recall_core::RecallError::backend_msg(format!("--dump {path}: {e}")))?;
+            let failed =
+                |e: std::io::Error| recall_core::RecallError::backend_msg(format!("--dump {}: {e}", path.display()));
+            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(failed)?;
             for answer in &answers {
-                writeln!(file, "{label}\t{answer}")
-                    .map_err(|e| recall_core::RecallError::backend_msg(format!("--dump {path}: {e}")))?;
+                writeln!(file, "{label}\t{answer}").map_err(failed)?;
             }
         }
         latencies.sort();
@@ -375,13 +400,13 @@ async fn main() -> recall_core::Result<()> {
     }
     // The export streams: one page of nodes or edges in memory at a time
     // (`--export 0` skips it: at a million chunks it takes minutes).
-    if arg("--export", 1) > 0 {
+    if args.export > 0 {
         export_bench(&engine, &user).await?;
     }
-    for k in 0..arg("--increments", 1) {
+    for k in 0..args.increments {
         increment_bench(&engine, &user, chunks, k).await?;
     }
-    let turns = arg("--session-turns", 0);
+    let turns = args.session_turns;
     if turns > 0 {
         session_bench(&engine, &user, turns, queries).await?;
     }

@@ -23,9 +23,25 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-fn arg_str(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+/// The flags (`recall-http-bench --help`); see the module's documentation.
+#[derive(clap::Parser)]
+#[command(about = "The HTTP server under load, on a store recall-bench built (run it in release)")]
+struct Args {
+    /// A store built by `recall-bench --data-dir DIR` (dataset `bench`).
+    #[arg(long)]
+    data_dir: String,
+    /// Seconds of load per search type and client count.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// The embedder the store was built with (recall-bench's `--embedder`).
+    #[arg(long, default_value = "hashing")]
+    embedder: String,
+    /// Runs the soak for this many seconds instead.
+    #[arg(long)]
+    soak: Option<u64>,
+    /// Clients of the soak.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -234,8 +250,8 @@ const WARM_UP_SECONDS: u64 = 5;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = arg_str("--data-dir").ok_or("--data-dir DIR: a store built by recall-bench --data-dir DIR")?;
-    let seconds: u64 = arg_str("--seconds").and_then(|s| s.parse().ok()).unwrap_or(10);
+    let args = <Args as clap::Parser>::parse();
+    let (dir, seconds) = (args.data_dir.as_str(), args.seconds);
     let exe = std::env::current_exe()?.with_file_name("recall");
     let port = free_port()?;
     let base = format!("http://127.0.0.1:{port}");
@@ -243,10 +259,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let started = Instant::now();
     let child = Command::new(&exe)
-        .args(["serve", "--port", &port.to_string(), "--data-dir", &dir])
+        .args(["serve", "--port", &port.to_string(), "--data-dir", dir])
         .env("ENABLE_BACKEND_ACCESS_CONTROL", "false")
         .env("RECALL_CHUNK_SIZE", "60")
-        .env("EMBEDDING_PROVIDER", arg_str("--embedder").unwrap_or_else(|| "hashing".into()))
+        .env("EMBEDDING_PROVIDER", &args.embedder)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
@@ -266,9 +282,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     println!("idle RSS: {:.1} MiB", rss_mib(server.0.id()).unwrap_or(f64::NAN));
 
-    if let Some(soak_seconds) = arg_str("--soak").and_then(|s| s.parse().ok()) {
-        let clients = arg_str("--clients").and_then(|s| s.parse().ok()).unwrap_or(16);
-        soak(&client, &base, server.0.id(), clients, soak_seconds).await;
+    if let Some(soak_seconds) = args.soak {
+        soak(&client, &base, server.0.id(), args.clients, soak_seconds).await;
         return Ok(());
     }
     let url = format!("{base}/api/v1/recall");
