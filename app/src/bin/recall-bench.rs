@@ -141,6 +141,9 @@ struct Args {
     /// Keeps the store in this directory; a later run on it skips the ingestion.
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
+    /// Chunks per cognify batch (default: the configuration's, 500).
+    #[arg(long)]
+    chunks_per_batch: Option<usize>,
     /// `hashing` (word hashing) or `local` (the built-in model).
     #[arg(long, default_value = "hashing")]
     embedder: String,
@@ -268,6 +271,9 @@ async fn main() -> recall_core::Result<()> {
     let mut settings = Settings::embedded(&dir)?;
     settings.chunk_size = words;
     settings.embedding_provider = args.embedder.clone();
+    if let Some(chunks) = args.chunks_per_batch {
+        settings.chunks_per_batch = chunks;
+    }
     // 0 measures LanceDB's own search (no in-process search cache).
     if let Some(mb) = args.vector_cache_mb {
         settings.vector_cache_mb = Some(mb);
