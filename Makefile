@@ -9,7 +9,7 @@ DATA_DIR ?= .recall-demo
 # Small chunks, so the demo shows chunk-level hits in short documents.
 RECALL = RECALL_CHUNK_SIZE=40 $(CARGO_TARGET_DIR)/debug/recall --data-dir $(DATA_DIR)
 
-.PHONY: run test build deps lint fmt clean-demo bench bench-http soak
+.PHONY: run test build deps lint fmt clean-demo bench bench-http soak bench-scale
 
 # LanceDB's build needs protoc.
 deps:
@@ -82,3 +82,20 @@ soak: deps
 	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
 	rm -rf $(BENCH_DIR)-soak && cp -r $(BENCH_DIR) $(BENCH_DIR)-soak
 	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR)-soak --soak $(SOAK_SECONDS) --clients 16
+
+# The scale run (docs/scale.md, "One million chunks"): SCALE_CHUNKS chunks into a
+# fresh SCALE_DIR, then 40 queries per type, with the graph search's stage
+# timings (scripts/stage_times.py). On 2 cores a million chunks take about
+# 90 minutes of ingestion, after the release build. SCALE_FLAGS adds
+# recall-bench flags (say --chunks-per-batch 2000).
+SCALE_CHUNKS ?= 1000000
+SCALE_DIR ?= /var/tmp/recall-scale
+bench-scale: deps
+	$(CARGO) build --release -p recall --bin recall-bench
+	rm -rf $(SCALE_DIR)
+	RUST_LOG=recall_retrievers=debug,recall_lancedb=debug $$(command -v /usr/bin/time >/dev/null && echo /usr/bin/time -v) \
+	  $(CARGO_TARGET_DIR)/release/recall-bench --chunks $(SCALE_CHUNKS) --queries 40 --increments 0 --export 0 \
+	  --data-dir $(SCALE_DIR) $(SCALE_FLAGS) > $(SCALE_DIR).log 2>&1
+	@grep -aE '^(ingest|graph|recall |CHUNKS|GRAPH|peak)|Maximum resident|Elapsed|File system outputs' $(SCALE_DIR).log
+	python3 scripts/stage_times.py $(SCALE_DIR).log
+	du -sm $(SCALE_DIR)/recall.db $(SCALE_DIR)/lancedb
