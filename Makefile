@@ -96,6 +96,6 @@ bench-scale: deps
 	RUST_LOG=recall_retrievers=debug,recall_lancedb=debug $$(command -v /usr/bin/time >/dev/null && echo /usr/bin/time -v) \
 	  $(CARGO_TARGET_DIR)/release/recall-bench --chunks $(SCALE_CHUNKS) --queries 40 --increments 0 --export 0 \
 	  --data-dir $(SCALE_DIR) $(SCALE_FLAGS) > $(SCALE_DIR).log 2>&1
-	@grep -aE '^(ingest|graph|recall |CHUNKS|GRAPH|peak)|Maximum resident|Elapsed|File system outputs' $(SCALE_DIR).log
+	@grep -aE '^(ingest|graph|recall |CHUNKS|GRAPH| *peak)|Maximum resident|Elapsed|File system outputs' $(SCALE_DIR).log
 	python3 scripts/stage_times.py $(SCALE_DIR).log
 	du -sm $(SCALE_DIR)/recall.db $(SCALE_DIR)/lancedb

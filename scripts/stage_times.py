@@ -33,16 +33,20 @@ def split_event(rest):
     return message, [(k, float(v)) for k, v in FIELD.findall(rest)]
 
 
+def no_events():
+    """Values by event message, then by field name."""
+    return collections.defaultdict(lambda: collections.defaultdict(list))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    measuring = False
-    events = collections.defaultdict(lambda: collections.defaultdict(list))
+    measuring, events = False, no_events()
     with open(sys.argv[1], errors="replace") as log:
         for raw in log:
             line = ANSI.sub("", raw.rstrip("\n"))
             if "caches live" in line and "after a second query" in line:
-                measuring, events = True, collections.defaultdict(lambda: collections.defaultdict(list))
+                measuring, events = True, no_events()
                 continue
             summary = SUMMARY.match(line)
             if summary:

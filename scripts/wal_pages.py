@@ -28,12 +28,17 @@ def chunks(conn):
     return conn.execute(query).fetchone()[0]
 
 
-def wal_frames(path, start):
-    """(page number, commit marker) of each valid frame from byte `start`."""
+def wal_header(path):
+    """The WAL's page size and its salts (which mark the frames of this WAL)."""
     with open(path, "rb") as f:
         head = f.read(WAL_HEADER)
-        page_size = struct.unpack(">I", head[8:12])[0]
-        salts = head[16:24]
+    return struct.unpack(">I", head[8:12])[0], head[16:24]
+
+
+def wal_frames(path, start):
+    """(page number, commit marker) of each valid frame from byte `start`."""
+    page_size, salts = wal_header(path)
+    with open(path, "rb") as f:
         f.seek(start)
         out = []
         while True:
@@ -52,9 +57,7 @@ def main():
     hold = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
     hold.execute("BEGIN")
     before = chunks(hold)
-    with open(wal, "rb") as f:
-        page_size = struct.unpack(">I", f.read(WAL_HEADER)[8:12])[0]
-    frame = FRAME_HEADER + page_size
+    frame = FRAME_HEADER + wal_header(wal)[0]
     start = WAL_HEADER + (os.path.getsize(wal) - WAL_HEADER) // frame * frame
     began = time.time()
     time.sleep(seconds)
