@@ -14,7 +14,7 @@ use recall_skills::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::ingest::cognify::EmbedRow;
+use crate::ingest::graph_rows::EmbedRow;
 use crate::query::request::RecallRequest;
 use crate::Engine;
 

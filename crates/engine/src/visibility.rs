@@ -25,7 +25,7 @@ use recall_core::{ids, DatasetId, Edge, Node, Result, Subgraph};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::ingest::cognify::{description_without, STRUCTURAL_EDGES};
+use crate::ingest::graph_rows::{description_without, STRUCTURAL_EDGES};
 
 /// Pages of `read` with `keep` applied, read on until `limit` items are kept
 /// or the store has no more: a page the filter emptied does not end a read.

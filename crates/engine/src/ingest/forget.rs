@@ -17,11 +17,11 @@ use serde_json::{json, Value};
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::cognify::{
+use super::global_context::IndexChange;
+use super::graph_rows::{
     counted_text, default_edge_text, description_without, entity_row, ids_of_type, is_relation, prop_str,
     TEXT_DOCUMENT_ID,
 };
-use super::global_context::IndexChange;
 use crate::Engine;
 
 /// What a forget removed.

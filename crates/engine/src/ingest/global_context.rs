@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use super::cognify::{default_edge_text, is_relation, payload, prop_str, EmbedRow};
+use super::graph_rows::{default_edge_text, is_relation, payload, prop_str, EmbedRow};
 use crate::Engine;
 
 /// Characteristic entities kept per bucket.

@@ -7,6 +7,7 @@ pub(crate) mod cognify;
 pub mod extract;
 pub(crate) mod forget;
 pub(crate) mod global_context;
+pub(crate) mod graph_rows;
 pub(crate) mod improve;
 pub(crate) mod progress;
 pub(crate) mod reembed;

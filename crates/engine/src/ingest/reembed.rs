@@ -24,7 +24,7 @@ use recall_core::{DatasetId, DatasetRef, RecallError, Result, User};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::ingest::cognify::EmbedRow;
+use crate::ingest::graph_rows::EmbedRow;
 use crate::Engine;
 
 /// The suffix of a collection's staging copy while it is re-embedded.
