@@ -1,10 +1,10 @@
 //! `recall session …`: the caller's session memory (docs/sessions.md).
 
 use clap::Subcommand;
+use recall_api::Application;
 use recall_core::{RecallError, Result, User};
-use recall_engine::Engine;
 
-use crate::print_json;
+use super::print_json;
 
 #[derive(Subcommand)]
 pub(crate) enum SessionCommand {
@@ -46,11 +46,11 @@ pub(crate) enum SessionCommand {
 
 /// Runs a session command for the caller (`None`: nothing was ever stored,
 /// so there are no sessions).
-pub(crate) async fn run(reader: Option<(Engine, User)>, command: SessionCommand) -> Result<()> {
+pub(crate) async fn run(reader: Option<(Application, User)>, command: SessionCommand) -> Result<()> {
     if let SessionCommand::Guidance { profile, .. } = &command {
         recall_sessions::guidance::Profile::parse(profile)?;
     }
-    let Some((engine, user)) = reader else {
+    let Some((app, user)) = reader else {
         return match command {
             SessionCommand::List { json: true } | SessionCommand::Show { json: true, .. } => print_json(&[(); 0]),
             SessionCommand::Feedback { session_id, qa_id, .. }
@@ -58,7 +58,7 @@ pub(crate) async fn run(reader: Option<(Engine, User)>, command: SessionCommand)
             _ => Ok(()),
         };
     };
-    let sessions = engine.session_memory()?;
+    let sessions = app.session_memory()?;
     match command {
         SessionCommand::List { json } => {
             let listed = sessions.list_sessions(&user).await?;

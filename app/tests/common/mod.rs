@@ -1,6 +1,8 @@
 //! Runs the `recall` binary as a user would, with none of the developer's
 //! own model or user settings leaking in.
 
+pub mod mcp;
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -3,17 +3,17 @@
 //! texts — `remember`, `recall`, `forget`, `cognify_status`, `code_search`
 //! — and what a Recall user also wants as tools: `search` with an explicit
 //! search type, `list_datasets` and `session_feedback`. Every call acts for
-//! one caller. A driving adapter: it depends on the engine, never on a
-//! storage adapter.
+//! one caller. A driving adapter: a tool parses its arguments into one of
+//! the application layer's requests (`recall_api::Application`) and renders
+//! the outcome as cognee-mcp does; it never names a storage adapter.
 
 mod format;
 mod tools;
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use recall_api::Application;
 use recall_core::User;
-use recall_engine::Engine;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig,
@@ -26,8 +26,10 @@ pub use format::agent_dataset;
 /// The dataset `remember` and `cognify_status` use when the agent names none
 /// and agent scoping is off (or the client has no name).
 pub const DEFAULT_DATASET: &str = "main_dataset";
-/// The background errors kept per dataset (newest first in `cognify_status`).
-const BACKGROUND_ERRORS_KEPT: usize = 50;
+
+/// How long `recall mcp` waits, once its client has gone, for the
+/// background remembers it started.
+pub const STDIO_DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Settings of the MCP server, from the environment of the composition crate.
 #[derive(Debug, Clone)]
@@ -47,48 +49,6 @@ impl Default for McpConfig {
     }
 }
 
-/// What background remembers left: how many run per dataset, and their errors.
-#[derive(Default)]
-pub(crate) struct Background {
-    running: Mutex<HashMap<String, usize>>,
-    errors: Mutex<HashMap<String, VecDeque<(String, String)>>>,
-}
-
-impl Background {
-    fn start(&self, dataset: &str) {
-        if let Ok(mut running) = self.running.lock() {
-            *running.entry(dataset.to_string()).or_default() += 1;
-        }
-    }
-
-    fn finish(&self, dataset: &str, error: Option<String>) {
-        if let Ok(mut running) = self.running.lock() {
-            if let Some(n) = running.get_mut(dataset) {
-                *n = n.saturating_sub(1);
-            }
-        }
-        if let (Some(error), Ok(mut errors)) = (error, self.errors.lock()) {
-            let ring = errors.entry(dataset.to_string()).or_default();
-            ring.push_front((chrono::Utc::now().to_rfc3339(), error));
-            ring.truncate(BACKGROUND_ERRORS_KEPT);
-        }
-    }
-
-    /// Whether a background remember runs for one of `datasets` (any, when empty).
-    fn running_for(&self, datasets: &[String]) -> bool {
-        self.running.lock().is_ok_and(|running| {
-            running.iter().any(|(d, n)| *n > 0 && (datasets.is_empty() || datasets.iter().any(|x| x == d)))
-        })
-    }
-
-    fn errors_of(&self, dataset: &str) -> Vec<(String, String)> {
-        self.errors
-            .lock()
-            .map(|e| e.get(dataset).map(|r| r.iter().cloned().collect()).unwrap_or_default())
-            .unwrap_or_default()
-    }
-}
-
 /// Who the tools act for.
 #[derive(Clone)]
 enum CallerSource {
@@ -105,22 +65,19 @@ enum CallerSource {
 #[derive(Debug, Clone)]
 pub struct HttpCaller(pub User);
 
-/// One tool call in progress: the engine and the caller it acts for.
+/// One tool call in progress: the use cases and the caller they act for.
 pub(crate) struct Acting<'a> {
-    pub(crate) engine: &'a Engine,
+    pub(crate) app: &'a Application,
     pub(crate) user: User,
     pub(crate) config: &'a McpConfig,
-    pub(crate) background: &'a Arc<Background>,
 }
 
-/// The server: the engine, who the tools act for, and what background
-/// remembers left.
+/// The server: the use cases and who the tools act for.
 #[derive(Clone)]
 pub struct RecallMcp {
-    engine: Engine,
+    app: Application,
     caller: CallerSource,
     config: Arc<McpConfig>,
-    background: Arc<Background>,
 }
 
 /// How the HTTP transport checks the `Host` header (DNS-rebinding
@@ -135,15 +92,15 @@ pub struct HttpOptions {
 
 impl RecallMcp {
     /// A server whose every call acts for `user` (stdio).
-    pub fn new(engine: Engine, user: User, config: McpConfig) -> Self {
-        Self { engine, caller: CallerSource::Fixed(user), config: Arc::new(config), background: Arc::default() }
+    pub fn new(app: impl Into<Application>, user: User, config: McpConfig) -> Self {
+        Self { app: app.into(), caller: CallerSource::Fixed(user), config: Arc::new(config) }
     }
 
     /// The streamable HTTP transport as a tower service, to mount at
     /// `/mcp` behind the server's authentication: each request acts for its
     /// [`HttpCaller`]; a request without one is refused.
     pub fn streamable_http(
-        engine: Engine,
+        app: Application,
         config: McpConfig,
         options: HttpOptions,
     ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
@@ -151,8 +108,7 @@ impl RecallMcp {
         rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
     > {
         use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
-        let server =
-            Self { engine, caller: CallerSource::PerRequest, config: Arc::new(config), background: Arc::default() };
+        let server = Self { app, caller: CallerSource::PerRequest, config: Arc::new(config) };
         let mut http = StreamableHttpServerConfig::default().with_cancellation_token(options.shutdown);
         http = match options.allowed_hosts {
             Some(hosts) => http.with_allowed_hosts(hosts),
@@ -176,13 +132,15 @@ impl RecallMcp {
                 .map(|c| c.0.clone())
                 .ok_or_else(|| McpError::invalid_request("this MCP request carries no authenticated user", None))?,
         };
-        Ok(Acting { engine: &self.engine, user, config: &self.config, background: &self.background })
+        Ok(Acting { app: &self.app, user, config: &self.config })
     }
 
     /// Serves MCP over standard input and output until the client closes
-    /// the stream. Nothing else may write to standard output meanwhile
-    /// (logs go to standard error).
-    pub async fn serve_stdio(self) -> recall_core::Result<()> {
+    /// the stream, then waits (up to `drain`) for background remembers.
+    /// Nothing else may write to standard output meanwhile (logs go to
+    /// standard error).
+    pub async fn serve_stdio(self, drain: std::time::Duration) -> recall_core::Result<()> {
+        let app = self.app.clone();
         let running = self
             .serve(rmcp::transport::stdio())
             .await
@@ -191,6 +149,7 @@ impl RecallMcp {
             .waiting()
             .await
             .map_err(|e| recall_core::RecallError::backend_msg(format!("the MCP server stopped: {e}")))?;
+        app.background().drain(drain).await;
         Ok(())
     }
 }

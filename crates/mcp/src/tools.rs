@@ -8,8 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use recall_api::{
+    ForgetReport, ForgetRequest, RecallRequest, RememberInput, RememberProgress, RememberReport, RememberRequest,
+    SearchRequest,
+};
 use recall_core::{DatasetRef, PipelineRunStatus, RecallError, SearchType, User};
-use recall_engine::{RecallRequest, RememberInput, RememberProgress, SearchRequest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, JsonObject, MetaObject, ProgressNotificationParam,
     ProgressToken, Tool,
@@ -225,9 +228,8 @@ struct RememberArgs {
     background: bool,
     #[serde(default)]
     ontology_key: Option<Value>,
-    /// Recall improves from session feedback on its own schedule (`recall improve`).
+    /// Run `improve` after the build (default on).
     #[serde(default = "yes")]
-    #[allow(dead_code)]
     self_improvement: bool,
 }
 
@@ -313,50 +315,38 @@ async fn remember(
     };
     let dataset =
         args.dataset_name.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| default_dataset(server, context));
-    let engine = server.engine;
-    let user = &server.user;
-
-    if let Some(session_id) = args.session_id.as_deref() {
-        return Ok(match engine.remember_in_session(user, &DatasetRef::Name(dataset), session_id, &[input]).await {
-            Ok(_) => text(format!("Stored in session cache (session_id={session_id}, status=session_stored).")),
-            Err(e) => failure("Remember", &e),
-        });
-    }
-    if args.background {
-        if let Err(e) = recall_engine::check_inputs(std::slice::from_ref(&input)) {
-            return Ok(failure("Remember", &e));
-        }
-        let (engine, user, background) = (engine.clone(), user.clone(), server.background.clone());
-        background.start(&dataset);
-        let what = match &upload {
-            Some((name, size)) => format!("file '{name}' ({} bytes)", format::thousands(*size)),
-            None => "the text".to_string(),
-        };
-        let target = dataset.clone();
-        tokio::spawn(async move {
-            let outcome = engine.remember(&user, target.as_str(), &[input]).await;
-            background.finish(&target, outcome.err().map(|e| format!("{} [{}]", e, e.name())));
-        });
-        return Ok(text(format!(
-            "Background remember launched: {what} queued for dataset '{dataset}'. \
-             Call cognify_status with dataset_name='{dataset}' to follow it."
-        )));
-    }
-    let outcome = match context.meta.get_progress_token() {
-        Some(token) => {
+    let mut request = RememberRequest::new(DatasetRef::Name(dataset.clone()), vec![input]);
+    request.session_id = args.session_id.clone();
+    request.background = args.background;
+    request.self_improvement = args.self_improvement;
+    let report = match context.meta.get_progress_token() {
+        Some(token) if !args.background => {
             let progress = Notify::start(context.peer.clone(), token);
-            engine.remember_with_progress(user, dataset.as_str(), &[input], &progress).await
+            server.app.remember(&server.user, request, &progress).await
         }
-        None => engine.remember(user, dataset.as_str(), &[input]).await,
+        _ => server.app.remember_quietly(&server.user, request).await,
     };
-    Ok(match (outcome, upload) {
-        (Ok(o), Some((name, size))) => text(format!(
+    Ok(match (report, upload) {
+        (Ok(RememberReport::SessionStored { session_id, .. }), _) => {
+            text(format!("Stored in session cache (session_id={session_id}, status=session_stored)."))
+        }
+        (Ok(RememberReport::Running { .. }), upload) => {
+            let what = match &upload {
+                Some((name, size)) => format!("file '{name}' ({} bytes)", format::thousands(*size)),
+                None => "the text".to_string(),
+            };
+            text(format!(
+                "Background remember launched: {what} queued for dataset '{dataset}'. \
+                 Call cognify_status with dataset_name='{dataset}' to follow it."
+            ))
+        }
+        (Ok(RememberReport::Completed { outcome, .. }), Some((name, size))) => text(format!(
             "Ingested '{name}' ({} bytes) into dataset '{}' (status=completed).",
             format::thousands(size),
-            o.dataset_name
+            outcome.dataset_name
         )),
-        (Ok(o), None) => {
-            text(format!("Stored permanently in knowledge graph (dataset={}, status=completed).", o.dataset_name))
+        (Ok(RememberReport::Completed { outcome, .. }), None) => {
+            text(format!("Stored permanently in knowledge graph (dataset={}, status=completed).", outcome.dataset_name))
         }
         (Err(e), _) => failure("Remember", &e),
     })
@@ -419,7 +409,7 @@ async fn recall(server: &Acting<'_>, args: RecallArgs) -> Result<CallToolResult,
     request.options.session_id = args.session_id.filter(|s| !s.is_empty());
     request.options.system_prompt =
         args.system_prompt.filter(|p| !p.trim().is_empty()).or_else(|| server.config.recall_system_prompt.clone());
-    let results = match server.engine.recall(&server.user, &request).await {
+    let results = match server.app.recall(&server.user, &request).await {
         Ok(results) => results,
         Err(e) => return Ok(failure("Recall", &e)),
     };
@@ -436,11 +426,11 @@ async fn recall(server: &Acting<'_>, args: RecallArgs) -> Result<CallToolResult,
 /// Why a recall found nothing: a background remember still running, else
 /// the latest pipeline runs of the datasets (bounded in time).
 async fn empty_state(server: &Acting<'_>, datasets: &[String]) -> MemoryState {
-    if server.background.running_for(datasets) {
+    if server.app.background().running_for(&server.user, datasets) {
         return MemoryState::Indexing;
     }
     let pipelines = [recall_core::pipelines::ADD.to_string(), recall_core::pipelines::COGNIFY.to_string()];
-    let probe = server.engine.dataset_statuses(&server.user, &[], &pipelines);
+    let probe = server.app.dataset_statuses(&server.user, &[], &pipelines);
     let Ok(Ok(statuses)) = tokio::time::timeout(STATUS_PROBE, probe).await else {
         return MemoryState::None;
     };
@@ -486,12 +476,12 @@ async fn search(server: &Acting<'_>, args: SearchArgs) -> Result<CallToolResult,
     request.options.top_k = Some(args.top_k.unwrap_or(15));
     request.options.only_context = args.only_context;
     request.options.session_id = args.session_id.filter(|s| !s.is_empty());
-    request.options.system_prompt = Some(recall_engine::DEFAULT_SYSTEM_PROMPT.to_string());
+    request.options.system_prompt = Some(recall_core::DEFAULT_SYSTEM_PROMPT.to_string());
     request.skills = args.skills;
     request.tools = args.tools;
     request.max_iter = args.max_iter;
-    Ok(match server.engine.search(&server.user, &request).await {
-        Ok(payloads) => json_list("results", recall_api::search_results(&payloads, false, true)),
+    Ok(match server.app.search(&server.user, &request).await {
+        Ok(results) => json_list("results", results),
         Err(e) => failure("Search", &e),
     })
 }
@@ -514,43 +504,39 @@ fn uuid_of(s: &str) -> Result<uuid::Uuid, String> {
 }
 
 async fn forget(server: &Acting<'_>, args: ForgetArgs) -> Result<CallToolResult, McpError> {
-    let (engine, user) = (server.engine, &server.user);
-    if args.everything {
-        return Ok(match engine.forget_everything(user).await {
-            Ok(_) => text("All data deleted (status=success)."),
-            Err(e) => failure("Forget", &e),
-        });
-    }
-    if args.dataset.is_none() && args.dataset_id.is_none() && args.data_id.is_none() {
-        return Ok(refusal(
-            "Error: Specify 'dataset' name or set 'everything' to true. To remove a single item, pass 'data_id' with 'dataset' or 'dataset_id'.",
-        ));
-    }
-    let target = match (&args.dataset_id, &args.dataset) {
-        (Some(id), _) => match uuid_of(id) {
-            Ok(id) => DatasetRef::Id(recall_core::DatasetId(id)),
-            Err(refused) => return Ok(refusal(refused)),
-        },
-        (None, Some(name)) => DatasetRef::Name(name.clone()),
-        (None, None) => return Ok(refusal("Error: 'data_id' requires 'dataset' or 'dataset_id'.")),
+    let request = if args.everything {
+        ForgetRequest::Everything
+    } else {
+        if args.dataset.is_none() && args.dataset_id.is_none() && args.data_id.is_none() {
+            return Ok(refusal(
+                "Error: Specify 'dataset' name or set 'everything' to true. To remove a single item, pass 'data_id' with 'dataset' or 'dataset_id'.",
+            ));
+        }
+        let dataset = match (&args.dataset_id, &args.dataset) {
+            (Some(id), _) => match uuid_of(id) {
+                Ok(id) => DatasetRef::Id(recall_core::DatasetId(id)),
+                Err(refused) => return Ok(refusal(refused)),
+            },
+            (None, Some(name)) => DatasetRef::Name(name.clone()),
+            (None, None) => return Ok(refusal("Error: 'data_id' requires 'dataset' or 'dataset_id'.")),
+        };
+        match &args.data_id {
+            Some(data_id) => match uuid_of(data_id) {
+                Ok(id) => ForgetRequest::Document { dataset, document: id.to_string() },
+                Err(refused) => return Ok(refusal(refused)),
+            },
+            None => ForgetRequest::Dataset(dataset),
+        }
     };
-    if let Some(data_id) = &args.data_id {
-        let data_id = match uuid_of(data_id) {
-            Ok(id) => id,
-            Err(refused) => return Ok(refusal(refused)),
-        };
-        let outcome = async {
-            let dataset = engine.deletable_dataset(user, &target).await?;
-            engine.forget_document(user, DatasetRef::Id(dataset.id), &data_id.to_string()).await
-        };
-        return Ok(match outcome.await {
-            Ok(_) => text(format!("Data item '{data_id}' deleted (status=success).")),
-            Err(e) => failure("Forget", &e),
-        });
-    }
-    let label = target.label();
-    Ok(match engine.forget_dataset(user, target).await {
-        Ok(_) => text(format!("Dataset '{label}' deleted (status=success).")),
+    let label = match &request {
+        ForgetRequest::Dataset(dataset) => dataset.label(),
+        ForgetRequest::Document { document, .. } => document.clone(),
+        ForgetRequest::Everything => String::new(),
+    };
+    Ok(match server.app.forget(&server.user, request).await {
+        Ok(ForgetReport::Everything { .. }) => text("All data deleted (status=success)."),
+        Ok(ForgetReport::Document { .. }) => text(format!("Data item '{label}' deleted (status=success).")),
+        Ok(ForgetReport::Dataset(_)) => text(format!("Dataset '{label}' deleted (status=success).")),
         Err(e) => failure("Forget", &e),
     })
 }
@@ -575,16 +561,16 @@ async fn cognify_status(
             pipelines.push(p);
         }
     }
-    let errors = server.background.errors_of(&name);
+    let errors = server.app.background().errors_of(&server.user, &name);
     let errors_block = if errors.is_empty() {
         String::new()
     } else {
-        let lines: Vec<String> = errors.iter().map(|(at, e)| format!("[{at}] {e}")).collect();
+        let lines: Vec<String> = errors.iter().map(|e| format!("[{}] {}", e.at, e.message)).collect();
         format!("\n\nBackground errors (newest first):\n{}", lines.join("\n"))
     };
     let status = async {
-        let dataset = server.engine.dataset(&server.user, name.as_str()).await?;
-        server.engine.dataset_statuses(&server.user, &[dataset.id], &pipelines).await
+        let dataset = server.app.dataset(&server.user, &DatasetRef::Name(name.clone())).await?;
+        server.app.dataset_statuses(&server.user, &[dataset.id], &pipelines).await
     };
     Ok(match status.await {
         Ok(statuses) => {
@@ -622,7 +608,7 @@ struct CodeSearchArgs {
 }
 
 async fn list_datasets(server: &Acting<'_>) -> Result<CallToolResult, McpError> {
-    Ok(match server.engine.datasets(&server.user).await {
+    Ok(match server.app.datasets(&server.user).await {
         Ok(listing) => {
             let rows: Vec<Value> = listing
                 .iter()
@@ -652,7 +638,7 @@ async fn session_feedback(server: &Acting<'_>, args: FeedbackArgs) -> Result<Cal
     }
     let user: &User = &server.user;
     let outcome = async {
-        let sessions = server.engine.session_memory()?;
+        let sessions = server.app.session_memory()?;
         sessions.add_feedback(user, &args.session_id, &args.qa_id, args.text.clone(), Some(args.score)).await
     };
     Ok(match outcome.await {

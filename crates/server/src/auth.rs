@@ -117,7 +117,7 @@ impl AppState {
     /// A session token for a user with a password.
     pub async fn issue_token(&self, user: &User) -> ApiResult<String> {
         let tokens = &self.config().tokens;
-        let stamp = self.engine().password_stamp(user).await?.unwrap_or_default();
+        let stamp = self.app().password_stamp(user).await?.unwrap_or_default();
         let claims = Claims {
             sub: user.id.to_string(),
             aud: vec![AUDIENCE.into()],
@@ -139,8 +139,8 @@ impl AppState {
             return Ok(None);
         };
         let Ok(id) = Uuid::parse_str(&data.claims.sub) else { return Ok(None) };
-        let Some(user) = self.engine().user_by_id(id).await? else { return Ok(None) };
-        let stamp = self.engine().password_stamp(&user).await?.unwrap_or_default();
+        let Some(user) = self.app().user_by_id(id).await? else { return Ok(None) };
+        let stamp = self.app().password_stamp(&user).await?.unwrap_or_default();
         let expected = password_mac(&tokens.secret, &stamp);
         Ok((!data.claims.pwd.is_empty() && data.claims.pwd == expected).then_some(user))
     }
@@ -148,7 +148,7 @@ impl AppState {
     /// The user the request's credentials name, if any is valid.
     async fn credentialed_user(&self, headers: &HeaderMap) -> ApiResult<Option<User>> {
         if let Some(key) = header_text(headers, "x-api-key").filter(|k| !k.is_empty()) {
-            if let Some(user) = self.engine().authenticate_api_key(key).await? {
+            if let Some(user) = self.app().authenticate_api_key(key).await? {
                 return Ok(Some(user));
             }
         }

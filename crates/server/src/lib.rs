@@ -1,13 +1,13 @@
 //! Recall's HTTP server: Cognee's REST API over axum (docs/http.md), so
 //! Cognee's own clients — its Python SDK in remote mode, its UI — can use
-//! Recall unchanged. A driving adapter: it runs on the engine, the api
-//! crate and the domain, and names no storage backend.
+//! Recall unchanged. A driving adapter: its routes parse a request into
+//! one of the application layer's (`recall_api::Application`), call it and
+//! render the outcome; it names no storage backend.
 //!
 //! ```no_run
-//! # async fn run(engine: recall_engine::Engine) -> std::io::Result<()> {
+//! # async fn run(app: recall_api::Application, default_user: recall_core::User) -> std::io::Result<()> {
 //! // The front end decides who unauthenticated requests act for.
-//! let default_user = engine.relational().users.ensure_user("default_user@example.com").await.map_err(std::io::Error::other)?;
-//! let state = recall_server::AppState::prepare(engine, recall_server::ServerConfig::new(), default_user)
+//! let state = recall_server::AppState::prepare(app, recall_server::ServerConfig::new(), default_user)
 //!     .await
 //!     .map_err(std::io::Error::other)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
@@ -29,9 +29,8 @@ use std::time::{Duration, Instant};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use axum::Router;
+use recall_api::Application;
 use recall_core::{RecallError, User};
-use recall_engine::Engine;
-use tokio_util::task::TaskTracker;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -115,11 +114,10 @@ pub struct AppState {
 }
 
 struct Inner {
-    engine: Engine,
+    app: Application,
     config: ServerConfig,
     default_user: User,
     started: Instant,
-    background: TaskTracker,
     /// Cancelled at shutdown: open MCP streams end.
     shutdown: tokio_util::sync::CancellationToken,
 }
@@ -128,10 +126,15 @@ impl AppState {
     /// The state for serving `engine`. `default_user` (resolved by the
     /// composition crate) is who requests act for when authentication is
     /// off; it gets `DEFAULT_USER_PASSWORD` when it has no password yet.
-    pub async fn prepare(engine: Engine, config: ServerConfig, default_user: User) -> Result<Self, RecallError> {
+    pub async fn prepare(
+        app: impl Into<Application>,
+        config: ServerConfig,
+        default_user: User,
+    ) -> Result<Self, RecallError> {
+        let app = app.into();
         if let Some(password) = config.default_user_password.as_deref().filter(|p| !p.is_empty()) {
-            if engine.password_stamp(&default_user).await?.is_none() {
-                engine.set_password(&default_user, password).await?;
+            if app.password_stamp(&default_user).await?.is_none() {
+                app.set_password(&default_user, password).await?;
             }
         }
         if let Some(warning) = &config.posture.warning {
@@ -139,18 +142,18 @@ impl AppState {
         }
         Ok(Self {
             inner: Arc::new(Inner {
-                engine,
+                app,
                 config,
                 default_user,
                 started: Instant::now(),
-                background: TaskTracker::new(),
                 shutdown: tokio_util::sync::CancellationToken::new(),
             }),
         })
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
+    /// The use cases.
+    pub fn app(&self) -> &Application {
+        &self.inner.app
     }
 
     pub fn config(&self) -> &ServerConfig {
@@ -165,19 +168,21 @@ impl AppState {
         self.inner.started.elapsed()
     }
 
-    /// Runs work that outlives its request (a background remember);
-    /// shutdown waits for it.
-    pub fn spawn_background(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.inner.background.spawn(work);
+    /// Runs work that outlives its request (a background cognify) for
+    /// `user` on `dataset`; shutdown waits for it.
+    pub fn spawn_background(
+        &self,
+        user: &User,
+        dataset: &str,
+        what: &'static str,
+        work: impl Future<Output = Result<(), RecallError>> + Send + 'static,
+    ) {
+        self.inner.app.background().spawn(user, dataset, what, work);
     }
 
     /// Waits (up to the drain timeout) for background work to finish.
     pub async fn drain(&self) {
-        let tracker = &self.inner.background;
-        tracker.close();
-        if tokio::time::timeout(self.config().drain_timeout, tracker.wait()).await.is_err() {
-            tracing::warn!(tasks = tracker.len(), "shutting down with background work unfinished");
-        }
+        self.inner.app.background().drain(self.config().drain_timeout).await;
     }
 }
 
@@ -234,7 +239,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", routes::api())
         .split_for_parts();
     let mcp = recall_mcp::RecallMcp::streamable_http(
-        state.engine().clone(),
+        state.app().clone(),
         config.mcp.clone(),
         recall_mcp::HttpOptions {
             allowed_hosts: config.mcp_allowed_hosts.clone(),

@@ -11,9 +11,9 @@ use std::time::Duration;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use recall_api::{stream_error_frame, Route};
+use recall_api::{Application, RecallRequest};
 use recall_core::events::{RecallEvent, RecallEvents, Stage};
 use recall_core::{RecallResponse, Result, User};
-use recall_engine::{Engine, RecallRequest};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -102,11 +102,11 @@ fn frame(event: &str, data: &Value) -> Event {
 /// Runs the recall and answers with an event stream, or with the real
 /// error when it fails before its first event. A client that goes away
 /// does not cancel the recall.
-pub async fn recall_stream(engine: Engine, user: User, request: RecallRequest, deltas: bool) -> ApiResult<Response> {
+pub async fn recall_stream(app: Application, user: User, request: RecallRequest, deltas: bool) -> ApiResult<Response> {
     let (tx, mut events) = mpsc::channel(QUEUE);
     let sink = Arc::new(Sink { tx, deltas, dropped: AtomicBool::new(false) });
     let recall_sink: Arc<dyn RecallEvents> = sink.clone();
-    let mut task = tokio::spawn(async move { engine.recall_with_events(&user, &request, recall_sink).await });
+    let mut task = tokio::spawn(async move { app.recall_with_events(&user, &request, recall_sink).await });
 
     // The status waits for the recall's first event past retrieval (an
     // answer starting to stream) or its end: a failure while datasets are

@@ -4,8 +4,8 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use recall_api::PasswordCheck;
 use recall_core::{RecallError, User};
-use recall_engine::PasswordCheck;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ pub async fn login(State(state): State<AppState>, req: axum::extract::Request) -
     if form.text("grant_type").is_some_and(|g| g != "password") {
         return Err(bad_credentials());
     }
-    let user = match state.engine().check_password(email, password).await? {
+    let user = match state.app().check_password(email, password).await? {
         PasswordCheck::Valid(user) => user,
         PasswordCheck::NoPassword => {
             return Err(ApiError::detail(
@@ -92,7 +92,7 @@ pub struct Register {
 #[utoipa::path(post, path = "/auth/register", tag = "auth", security(()), request_body = Register, responses((status = 201, description = "The new user", body = Object), (status = 400, description = "REGISTER_USER_ALREADY_EXISTS or REGISTER_INVALID_PASSWORD", body = Object)))]
 pub async fn register(State(state): State<AppState>, JsonBody(body): JsonBody<Register>) -> ApiResult<Response> {
     let email = body.email.trim();
-    recall_engine::credentials::validate_email(email).map_err(|e| {
+    recall_api::validate_email(email).map_err(|e| {
         ApiError::invalid("value_error", vec![json!("body"), json!("email")], e.to_string(), json!(body.email))
     })?;
     if body.password.chars().count() < 8 {
@@ -102,7 +102,7 @@ pub async fn register(State(state): State<AppState>, JsonBody(body): JsonBody<Re
         });
     }
     let user = state
-        .engine()
+        .app()
         .register_user(email, &body.password)
         .await?
         .ok_or_else(|| ApiError::detail(StatusCode::BAD_REQUEST, "REGISTER_USER_ALREADY_EXISTS"))?;
@@ -130,7 +130,7 @@ pub async fn create_api_key(
             ))
         }
     };
-    match state.engine().create_api_key(&user, name.as_deref()).await {
+    match state.app().create_api_key(&user, name.as_deref()).await {
         Ok(created) => Ok(Json(json!(created))),
         Err(RecallError::InvalidInput(message)) => {
             Err(ApiError::Http { status: StatusCode::BAD_REQUEST, body: json!({"error": {"message": message}}) })
@@ -142,7 +142,7 @@ pub async fn create_api_key(
 /// `GET /api/v1/auth/api-keys`: labels only (keys are kept as hashes).
 #[utoipa::path(get, path = "/auth/api-keys", tag = "auth", responses((status = 200, description = "The caller's keys (labels only)", body = Vec<Object>)))]
 pub async fn list_api_keys(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Value>> {
-    let keys = state.engine().api_keys(&user).await?;
+    let keys = state.app().api_keys(&user).await?;
     Ok(Json(Value::Array(
         keys.iter().map(|k| json!({"key": "************", "label": k.label, "name": k.name, "id": k.id})).collect(),
     )))
@@ -157,6 +157,6 @@ pub async fn revoke_api_key(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let id = parse_uuid(&id, "api_key_id")?;
-    state.engine().revoke_api_key(&user, id).await?;
+    state.app().revoke_api_key(&user, id).await?;
     Ok(Json(Value::Null))
 }

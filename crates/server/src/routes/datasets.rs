@@ -8,10 +8,9 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use recall_api::{DataDto, DatasetDto, GraphExport, GraphShape};
+use recall_api::{DataDto, DatasetDto, ForgetRequest, GrantRequest, GraphShape};
 use recall_core::model::pipelines;
 use recall_core::{DatasetId, DatasetRef, Permission};
-use recall_engine::EXPORT_PAGE;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -24,7 +23,7 @@ use crate::AppState;
 /// `GET /api/v1/datasets`: every dataset the caller may read.
 #[utoipa::path(get, path = "/datasets", tag = "datasets", responses((status = 200, description = "Datasets the caller may read", body = Vec<DatasetDto>), (status = 401, description = "Authentication required", body = Object)))]
 pub async fn list(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Vec<DatasetDto>>> {
-    let listed = state.engine().datasets(&user).await?;
+    let listed = state.app().datasets(&user).await?;
     Ok(Json(
         listed
             .iter()
@@ -47,14 +46,14 @@ pub async fn create(
     Caller(user): Caller,
     JsonBody(body): JsonBody<CreateDataset>,
 ) -> ApiResult<Json<DatasetDto>> {
-    let dataset = state.engine().create_dataset(&user, &body.name).await?;
+    let dataset = state.app().create_dataset(&user, &body.name).await?;
     Ok(Json(DatasetDto::from(&dataset)))
 }
 
 /// `DELETE /api/v1/datasets`: deletes every dataset the caller may delete.
 #[utoipa::path(delete, path = "/datasets", tag = "datasets", responses((status = 200, description = "Every dataset the caller may delete is deleted", body = Object)))]
 pub async fn delete_all(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<Value>> {
-    state.engine().forget_everything(&user).await?;
+    state.app().forget(&user, ForgetRequest::Everything).await?;
     Ok(Json(Value::Null))
 }
 
@@ -65,7 +64,7 @@ pub async fn delete_one(
     Caller(user): Caller,
     DatasetPath(id): DatasetPath,
 ) -> ApiResult<Json<Value>> {
-    state.engine().forget_dataset(&user, DatasetRef::Id(id)).await?;
+    state.app().forget(&user, ForgetRequest::Dataset(DatasetRef::Id(id))).await?;
     Ok(Json(Value::Null))
 }
 
@@ -80,7 +79,7 @@ pub async fn data(
     let query = query_pairs(raw.as_deref());
     let limit = query_int(&query, "limit", 100, 1..=1000)?;
     let offset = query_int(&query, "offset", 0, 0..=1_000_000)?;
-    let (_, items) = state.engine().dataset_data(&user, id, limit, offset).await?;
+    let items = state.app().dataset_data(&user, id, limit, offset).await?;
     Ok(Json(items.iter().map(DataDto::from).collect()))
 }
 
@@ -91,7 +90,7 @@ pub async fn data_count(
     Caller(user): Caller,
     DatasetPath(id): DatasetPath,
 ) -> ApiResult<Json<Value>> {
-    let count = state.engine().dataset_data_count(&user, id).await?;
+    let count = state.app().dataset_data_count(&user, id).await?;
     Ok(Json(json!({"count": count})))
 }
 
@@ -105,8 +104,7 @@ pub async fn graph(
     Caller(user): Caller,
     DatasetPath(id): DatasetPath,
 ) -> ApiResult<Response> {
-    let (_, pages) = state.engine().dataset_graph_pages(&user, DatasetRef::Id(id), EXPORT_PAGE).await?;
-    let export = GraphExport::new(pages, GraphShape::Dto);
+    let export = state.app().export_graph(&user, &DatasetRef::Id(id), GraphShape::Dto).await?;
     let pieces = futures::stream::try_unfold(export, |mut export| async move {
         Ok::<_, recall_core::RecallError>(export.next_piece().await?.map(|piece| (piece, export)))
     });
@@ -137,7 +135,7 @@ pub async fn status(
     if names.is_empty() {
         names.push(pipelines::COGNIFY.to_string());
     }
-    let statuses = state.engine().dataset_statuses(&user, &ids, &names).await?;
+    let statuses = state.app().dataset_statuses(&user, &ids, &names).await?;
     let mut out = Map::new();
     for s in statuses {
         let key = s.dataset.id.to_string();
@@ -188,9 +186,10 @@ async fn set_permission(
             format!("{name} not found or not in allowed permission types [PermissionNotFoundError]"),
         ));
     };
-    let Some(grantee) = state.engine().user_by_id(principal).await? else {
+    let Some(grantee) = state.app().user_by_id(principal).await? else {
         return Err(ApiError::detail(StatusCode::NOT_FOUND, format!("Principal {principal} not found.")));
     };
-    state.engine().set_permission(&user, &ids, &grantee, permission, grant).await?;
+    let datasets = ids.into_iter().map(DatasetRef::Id).collect();
+    state.app().grant(&user, GrantRequest { datasets, grantee, permission, give: grant }).await?;
     Ok(())
 }

@@ -19,7 +19,7 @@ pub async fn root() -> Json<Value> {
 /// 503 `not ready` when a store does not answer.
 #[utoipa::path(get, path = "/health", tag = "health", security(()), responses((status = 200, description = "Every store answers", body = Object), (status = 503, description = "A store does not answer", body = Object)))]
 pub async fn health(State(state): State<AppState>) -> Response {
-    let healthy = state.engine().component_health().await.iter().all(|c| c.outcome.is_ok());
+    let healthy = state.app().component_health().await.iter().all(|c| c.outcome.is_ok());
     let version = &state.config().version;
     if healthy {
         Json(json!({"status": "ready", "health": "healthy", "version": version})).into_response()
@@ -36,7 +36,7 @@ pub async fn health(State(state): State<AppState>) -> Response {
 /// (non-critical: its failure is `degraded`); 200 only when all are healthy.
 #[utoipa::path(get, path = "/health/detailed", tag = "health", security(()), responses((status = 200, description = "Every component healthy", body = Object), (status = 503, description = "A store is unhealthy, or the embedding model degraded", body = Object)))]
 pub async fn detailed(State(state): State<AppState>) -> Response {
-    let (components, embedding) = tokio::join!(state.engine().component_health(), embedding_check(&state));
+    let (components, embedding) = tokio::join!(state.app().component_health(), embedding_check(&state));
     let healthy = components.iter().all(|c| c.outcome.is_ok());
     let mut listed = Map::new();
     for c in components {
@@ -69,17 +69,16 @@ pub async fn detailed(State(state): State<AppState>) -> Response {
 
 /// One real embedding call.
 async fn embedding_check(state: &AppState) -> Value {
-    let embedder = state.engine().embedder();
-    let started = std::time::Instant::now();
-    let outcome = embedder.embed(&["health check".to_string()]).await;
-    let ms = started.elapsed().as_millis() as u64;
-    let failed = |why: String| json!({"status": "degraded", "provider": "unknown", "response_time_ms": ms, "details": format!("Embedding test failed: {why}")});
-    match outcome {
-        Ok(v) if v.first().is_some_and(|e| e.len() == embedder.dimensions()) => json!({
-            "status": "healthy", "provider": embedder.model(), "response_time_ms": ms,
+    let health = state.app().embedding_health().await;
+    let ms = health.elapsed.as_millis() as u64;
+    match health.outcome {
+        Ok(()) => json!({
+            "status": "healthy", "provider": health.model, "response_time_ms": ms,
             "details": "Embedding generation working"
         }),
-        Ok(_) => failed("the model answered with the wrong width".into()),
-        Err(e) => failed(e.to_string()),
+        Err(why) => json!({
+            "status": "degraded", "provider": "unknown", "response_time_ms": ms,
+            "details": format!("Embedding test failed: {why}")
+        }),
     }
 }

@@ -5,9 +5,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use recall_api::Route;
+use recall_api::{ImproveRequest, NoProgress, Route};
 use recall_core::{DatasetId, DatasetRef};
-use recall_engine::NoProgress;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -39,7 +38,7 @@ pub async fn add(State(state): State<AppState>, Caller(user): Caller, form: Form
     if inputs.is_empty() {
         return Err(missing("Provide at least one file in 'data' or one entry in 'raw_data'."));
     }
-    let added = state.engine().add_data(&user, target, &inputs).await.on(Route::Search)?;
+    let added = state.app().add(&user, target, &inputs).await.on(Route::Search)?;
     let ids: Vec<Uuid> = added.items.iter().map(|i| i.id).collect();
     Ok(Json(run_info("PipelineRunCompleted", added.pipeline_run_id, added.dataset.id, &added.dataset.name, &ids)))
 }
@@ -72,34 +71,14 @@ pub async fn cognify(
             .collect(),
         _ => return Err(missing("No datasets or dataset_ids provided")),
     };
-    let engine = state.engine();
-    // Every dataset is checked (write) before any work starts.
-    let mut datasets = Vec::with_capacity(targets.len());
-    for target in &targets {
-        datasets.push(engine.writable_dataset(&user, target).await.on(Route::Search)?);
-    }
+    let runs = state.app().cognify(&user, &targets, body.run_in_background, &NoProgress).await.on(Route::Search)?;
     let mut out = Map::new();
-    if body.run_in_background {
-        for dataset in datasets {
-            let (engine, user) = (engine.clone(), user.clone());
-            out.insert(
-                dataset.id.to_string(),
-                run_info("PipelineRunStarted", Uuid::nil(), dataset.id, &dataset.name, &[]),
-            );
-            state.spawn_background(async move {
-                if let Err(e) = engine.cognify(&user, DatasetRef::Id(dataset.id), &NoProgress).await {
-                    tracing::error!(error = %e, dataset = %dataset.id, "background cognify failed");
-                }
-            });
-        }
-        return Ok(Json(Value::Object(out)));
-    }
-    for dataset in datasets {
-        let outcome = engine.cognify(&user, DatasetRef::Id(dataset.id), &NoProgress).await.on(Route::Search)?;
-        out.insert(
-            dataset.id.to_string(),
-            run_info("PipelineRunCompleted", outcome.pipeline_run_id, dataset.id, &dataset.name, &[]),
-        );
+    for run in runs {
+        let (status, run_id) = match &run.outcome {
+            Some(outcome) => ("PipelineRunCompleted", outcome.pipeline_run_id),
+            None => ("PipelineRunStarted", Uuid::nil()),
+        };
+        out.insert(run.dataset.id.to_string(), run_info(status, run_id, run.dataset.id, &run.dataset.name, &[]));
     }
     Ok(Json(Value::Object(out)))
 }
@@ -145,22 +124,13 @@ pub async fn improve(
             return Err(ApiError::detail(StatusCode::BAD_REQUEST, "Either datasetId or datasetName must be provided."))
         }
     };
-    let engine = state.engine().clone();
-    if body.run_in_background {
-        let dataset = engine.dataset_with(&user, &target, recall_core::Permission::Write).await?;
-        let alpha = body.feedback_alpha;
-        let session_ids = body.session_ids.unwrap_or_default();
-        let sessions = session_ids.clone();
-        state.spawn_background(async move {
-            if let Err(e) = engine.improve_sessions(&user, &DatasetRef::Id(dataset.id), alpha, &sessions).await {
-                tracing::error!(error = %e, dataset = %dataset.id, "background improve failed");
-            }
-        });
-        let running = recall_engine::ImproveOutcome::running(&dataset, session_ids);
-        return Ok(Json(serde_json::to_value(running).map_err(recall_core::RecallError::backend)?));
-    }
-    let session_ids = body.session_ids.unwrap_or_default();
-    let outcome = engine.improve_sessions(&user, &target, body.feedback_alpha, &session_ids).await?;
+    let request = ImproveRequest {
+        dataset: target,
+        alpha: body.feedback_alpha,
+        session_ids: body.session_ids.unwrap_or_default(),
+        background: body.run_in_background,
+    };
+    let outcome = state.app().improve(&user, request).await?;
     Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?))
 }
 
@@ -187,7 +157,7 @@ pub async fn update(
         ));
     }
     let input = uploads.remove(0);
-    match state.engine().update_document(&user, dataset_id, data_id, input).await {
+    match state.app().update(&user, dataset_id, data_id, input).await {
         Ok(outcome) => Ok(Json(serde_json::to_value(outcome).map_err(recall_core::RecallError::backend)?)),
         Err(e @ (recall_core::RecallError::Backend(_) | recall_core::RecallError::Provider(_))) => {
             tracing::error!(error = %e, %data_id, "update failed");

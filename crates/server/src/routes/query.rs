@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use recall_api::{search_results, HistoryEntry, RecallBody, Route, SearchBody};
+use recall_api::{HistoryEntry, RecallBody, Route, SearchBody};
 use serde_json::{json, Value};
 
 use crate::auth::Caller;
@@ -25,9 +25,9 @@ pub async fn recall(
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     if sse::wants_event_stream(accept, body.stream) {
         let deltas = state.config().answer_streaming;
-        return sse::recall_stream(state.engine().clone(), user, body.request, deltas).await;
+        return sse::recall_stream(state.app().clone(), user, body.request, deltas).await;
     }
-    let results = state.engine().recall(&user, &body.request).await.on(Route::Recall)?;
+    let results = state.app().recall(&user, &body.request).await.on(Route::Recall)?;
     Ok(Json(results).into_response())
 }
 
@@ -38,9 +38,7 @@ pub async fn search(
     Caller(user): Caller,
     JsonBody(body): JsonBody<SearchBody>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let engine = state.engine();
-    let payloads = engine.search(&user, &body).await.on(Route::Search)?;
-    Ok(Json(search_results(&payloads, body.verbose, engine.settings().access_control)))
+    Ok(Json(state.app().search(&user, &body).await.on(Route::Search)?))
 }
 
 /// `GET /api/v1/recall`: the caller's questions and answers, oldest first.
@@ -62,6 +60,6 @@ pub async fn search_history(State(state): State<AppState>, Caller(user): Caller)
 }
 
 async fn history(state: &AppState, user: &recall_core::User) -> recall_core::Result<Json<Vec<HistoryEntry>>> {
-    let rows = state.engine().search_history(user).await?;
+    let rows = state.app().history(user).await?;
     Ok(Json(rows.into_iter().map(HistoryEntry::from).collect()))
 }

@@ -7,8 +7,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use recall_api::{ForgetReport, ForgetRequest, Improvement, RememberInput, RememberReport, RememberRequest};
 use recall_core::{DatasetId, DatasetRef, RecallError, User};
-use recall_engine::{RememberInput, RememberOutcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -58,7 +58,8 @@ pub(super) fn form_dataset(form: &FormData) -> ApiResult<Option<DatasetRef>> {
     Ok(id.map(DatasetRef::Id).or_else(|| name.map(|n| DatasetRef::Name(n.to_string()))))
 }
 
-/// `POST /api/v1/remember`.
+/// `POST /api/v1/remember`: the form becomes a [`RememberRequest`]; the
+/// application layer decides what runs (docs/application.md).
 #[utoipa::path(post, path = "/remember", tag = "remember", request_body(content((Object = "multipart/form-data"), (Object = "application/x-www-form-urlencoded")), description = "Form fields: datasetName or datasetId, data (files), raw_data, run_in_background, chunk_size, …"), responses((status = 200, description = "Completed, or running in the background", body = Object), (status = 400, description = "Bad form", body = Object), (status = 409, description = "The run failed", body = Object), (status = 415, description = "Not a UTF-8 text file", body = Object), (status = 501, description = "Not available yet (content_type)", body = Object)))]
 pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form: FormData) -> ApiResult<Response> {
     let started = Instant::now();
@@ -76,97 +77,54 @@ pub async fn remember(State(state): State<AppState>, Caller(user): Caller, form:
             )),
         });
     }
-    if let Some(session_id) = form.text("session_id").map(str::trim).filter(|s| !s.is_empty()) {
-        return remember_in_session(&state, &user, &target, session_id, &form, started).await;
+    let session_id = form.text("session_id").map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
+    let mut request = RememberRequest::new(target.clone(), Vec::new());
+    if session_id.is_none() {
+        request.background = form.bool("run_in_background")?.unwrap_or(false);
+        request.self_improvement = form.bool("self_improvement")?.unwrap_or(true);
+        request.chunk_size = form.positive("chunk_size")?;
+        form.positive("chunks_per_batch")?;
     }
-    let background = form.bool("run_in_background")?.unwrap_or(false);
-    // On unless false: after the build, improve applies the dataset's answer ratings.
-    let self_improvement = form.bool("self_improvement")?.unwrap_or(true);
-    let chunk_size = form.positive("chunk_size")?;
-    form.positive("chunks_per_batch")?;
-    let inputs = inputs(&form)?;
-    if inputs.is_empty() {
+    request.session_id = session_id;
+    request.inputs = inputs(&form)?;
+    if request.inputs.is_empty() {
         return Err(bad_request("Provide at least one file in 'data' or one entry in 'raw_data'."));
     }
-    recall_engine::check_inputs(&inputs)?;
-    let engine = state.engine().clone();
-    let engine = match chunk_size {
-        Some(words) => engine.with_chunk_size(words)?,
-        None => engine,
-    };
-
-    if background {
-        let dataset = match &target {
-            DatasetRef::Name(name) => engine.create_dataset(&user, name).await?,
-            DatasetRef::Id(_) => engine.writable_dataset(&user, &target).await?,
-        };
-        let body = json!({
-            "status": "running", "dataset_name": dataset.name, "dataset_id": dataset.id,
-            "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": null
-        });
-        state.spawn_background(async move {
-            let target = DatasetRef::Id(dataset.id);
-            if let Err(e) = engine.remember(&user, target.clone(), &inputs).await {
-                tracing::error!(error = %e, dataset = %dataset.id, "background remember failed");
-            } else if self_improvement {
-                if let Err(e) = engine.improve(&user, &target, None).await {
-                    tracing::warn!(error = %e, dataset = %dataset.id, "improve after remember failed");
-                }
-            }
-        });
-        return Ok(Json(body).into_response());
-    }
-
-    let outcome = match engine.remember(&user, target.clone(), &inputs).await {
-        Ok(outcome) => outcome,
+    let report = match state.app().remember_quietly(&user, request).await {
+        Ok(report) => report,
         Err(e) => return Err(remember_error(e, &target, &user)),
     };
-    let mut body = completed(&outcome, started);
-    if self_improvement {
-        // An improve failure never fails the remember: it is reported beside it.
-        match engine.improve(&user, &DatasetRef::Id(outcome.dataset_id), None).await {
-            Ok(improved) => body["improve"] = serde_json::to_value(improved).unwrap_or(Value::Null),
-            Err(e) => body["improve_error"] = json!(e.to_string()),
+    let elapsed = || json!(started.elapsed().as_secs_f64());
+    let body = match report {
+        RememberReport::SessionStored { dataset, session_id, .. } => json!({
+            "status": "session_stored", "dataset_name": dataset.name, "dataset_id": dataset.id,
+            "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": elapsed(),
+            "session_ids": [session_id],
+        }),
+        RememberReport::Running { dataset } => json!({
+            "status": "running", "dataset_name": dataset.name, "dataset_id": dataset.id,
+            "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": null
+        }),
+        RememberReport::Completed { outcome, improvement } => {
+            let mut body = json!({
+                "status": "completed",
+                "dataset_name": outcome.dataset_name,
+                "dataset_id": outcome.dataset_id,
+                "pipeline_run_id": outcome.pipeline_run_id,
+                "items_processed": outcome.items_added + outcome.items_unchanged,
+                "elapsed_seconds": elapsed(),
+            });
+            match improvement {
+                Some(Improvement::Done(improved)) => {
+                    body["improve"] = serde_json::to_value(improved).unwrap_or(Value::Null)
+                }
+                Some(Improvement::Failed(e)) => body["improve_error"] = json!(e.to_string()),
+                None => {}
+            }
+            body
         }
-        body["elapsed_seconds"] = json!(started.elapsed().as_secs_f64());
-    }
+    };
     Ok(Json(body).into_response())
-}
-
-/// Session mode: the form's texts (uploads decoded as UTF-8 text, and
-/// `raw_data`) become one QA entry of the session (`question` empty, the
-/// text as the answer), bound to the dataset; the answer is immediate. With
-/// session memory off nothing is stored and the answer is the same.
-async fn remember_in_session(
-    state: &AppState,
-    user: &User,
-    target: &DatasetRef,
-    session_id: &str,
-    form: &FormData,
-    started: Instant,
-) -> ApiResult<Response> {
-    let inputs = inputs(form)?;
-    if inputs.is_empty() {
-        return Err(bad_request("Provide at least one file in 'data' or one entry in 'raw_data'."));
-    }
-    let dataset = state.engine().remember_in_session(user, target, session_id, &inputs).await?;
-    Ok(Json(json!({
-        "status": "session_stored", "dataset_name": dataset.name, "dataset_id": dataset.id,
-        "pipeline_run_id": null, "items_processed": 0, "elapsed_seconds": started.elapsed().as_secs_f64(),
-        "session_ids": [session_id],
-    }))
-    .into_response())
-}
-
-fn completed(outcome: &RememberOutcome, started: Instant) -> Value {
-    json!({
-        "status": "completed",
-        "dataset_name": outcome.dataset_name,
-        "dataset_id": outcome.dataset_id,
-        "pipeline_run_id": outcome.pipeline_run_id,
-        "items_processed": outcome.items_added + outcome.items_unchanged,
-        "elapsed_seconds": started.elapsed().as_secs_f64(),
-    })
 }
 
 /// Cognee's errors keep their status; a failure inside the run is 409 with
@@ -218,34 +176,32 @@ pub async fn forget(
     Caller(user): Caller,
     JsonBody(body): JsonBody<ForgetBody>,
 ) -> ApiResult<Json<Value>> {
-    let engine = state.engine();
     if body.dataset.is_some() && body.dataset_id.is_some() {
         return Err(bad_combination());
     }
-    if body.everything {
-        let removed = engine.forget_everything(&user).await?;
-        return Ok(Json(json!({"datasets_removed": removed, "status": "success"})));
-    }
     let target = match (body.dataset_id, body.dataset) {
-        (Some(id), _) => DatasetRef::Id(id),
-        (None, Some(name)) => DatasetRef::Name(name),
-        (None, None) => return Err(bad_combination()),
+        (Some(id), _) => Some(DatasetRef::Id(id)),
+        (None, Some(name)) => Some(DatasetRef::Name(name)),
+        (None, None) => None,
     };
-    if body.memory_only {
-        return Err(ApiError::detail(
-            StatusCode::NOT_IMPLEMENTED,
-            "memory_only: resetting a dataset's memory while keeping its data is not available on this server yet.",
-        ));
-    }
-    match body.data_id {
-        Some(data_id) => {
-            let dataset = engine.deletable_dataset(&user, &target).await?;
-            engine.forget_document(&user, DatasetRef::Id(dataset.id), &data_id.to_string()).await?;
-            Ok(Json(json!({"data_id": data_id, "dataset_id": dataset.id, "status": "success"})))
+    let request =
+        match (body.everything, target, body.data_id) {
+            (true, _, _) => ForgetRequest::Everything,
+            (false, None, _) => return Err(bad_combination()),
+            (false, Some(_), _) if body.memory_only => return Err(ApiError::detail(
+                StatusCode::NOT_IMPLEMENTED,
+                "memory_only: resetting a dataset's memory while keeping its data is not available on this server yet.",
+            )),
+            (false, Some(dataset), Some(data_id)) => ForgetRequest::Document { dataset, document: data_id.to_string() },
+            (false, Some(dataset), None) => ForgetRequest::Dataset(dataset),
+        };
+    Ok(Json(match state.app().forget(&user, request).await? {
+        ForgetReport::Everything { datasets_removed } => {
+            json!({"datasets_removed": datasets_removed, "status": "success"})
         }
-        None => {
-            let dataset = engine.forget_dataset(&user, target).await?;
-            Ok(Json(json!({"dataset_id": dataset.id, "status": "success"})))
+        ForgetReport::Document { dataset, .. } => {
+            json!({"data_id": body.data_id, "dataset_id": dataset.id, "status": "success"})
         }
-    }
+        ForgetReport::Dataset(dataset) => json!({"dataset_id": dataset.id, "status": "success"}),
+    }))
 }

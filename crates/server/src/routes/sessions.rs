@@ -90,20 +90,19 @@ pub async fn remember_entry(
         Some(s) if !s.is_empty() => s.to_string(),
         _ => return Err(invalid_request("session_id is required for qa, trace and feedback entries")),
     };
-    let engine = state.engine();
-    let sessions = engine
-        .session_memory()
+    let app = state.app();
+    app.session_memory()
         .map_err(|_| ApiError::error(StatusCode::SERVICE_UNAVAILABLE, "Remember service temporarily unavailable."))?;
     let target = match body.dataset_id {
         Some(id) => DatasetRef::Id(id),
         None => DatasetRef::Name(body.dataset_name.clone()),
     };
-    let dataset = engine.writable_dataset(&user, &target).await?;
+    let (dataset, stored) = app.remember_entry(&user, &target, &session_id, entry).await?;
     let mut result = json!({
         "dataset_name": dataset.name, "dataset_id": dataset.id, "pipeline_run_id": null,
         "items_processed": 0, "session_ids": [session_id],
     });
-    match sessions.remember_entry(&user, &session_id, Some(dataset.id), entry).await {
+    match stored {
         Ok(stored) => {
             result["status"] = json!("session_stored");
             result["entry_type"] = json!(stored.entry_type);
@@ -124,7 +123,7 @@ pub async fn remember_entry(
 /// A `skill_run` entry: recorded in the dataset's graph beside its skill
 /// (not in the session cache); `session_id` is optional and kept on the run.
 async fn skill_run(state: &AppState, user: &User, body: RememberEntryBody, started: Instant) -> ApiResult<Json<Value>> {
-    let entry: recall_engine::SkillRunEntry =
+    let entry: recall_api::SkillRunEntry =
         crate::body::parse_json(body.entry.to_string().as_bytes()).map_err(|e| match e {
             ApiError::Validation { detail, .. } => ApiError::Validation {
                 detail: detail.into_iter().map(|d| nest_under_entry(d, "skill_run")).collect(),
@@ -137,7 +136,7 @@ async fn skill_run(state: &AppState, user: &User, body: RememberEntryBody, start
         None => DatasetRef::Name(body.dataset_name.clone()),
     };
     let session_id = body.session_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    let (dataset, run) = match state.engine().record_skill_run(user, &target, session_id, entry).await {
+    let (dataset, run) = match state.app().record_skill_run(user, &target, session_id, entry).await {
         Ok(recorded) => recorded,
         Err(e @ RecallError::Validation { .. }) => return Err(invalid_request(e)),
         Err(e) => return Err(e.into()),
@@ -218,7 +217,7 @@ pub async fn list(
     };
     let by_start = get("order_by") == Some("started_at");
 
-    let sessions = state.engine().session_memory()?;
+    let sessions = state.app().session_memory()?;
     let mut rows = sessions.list_sessions(&user).await?;
     if let Some(window) = window {
         let since = now_millis() - window;
@@ -249,7 +248,7 @@ pub async fn detail(
     Path(session_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let not_found = || ApiError::detail(StatusCode::NOT_FOUND, "session not found");
-    let sessions = state.engine().session_memory()?;
+    let sessions = state.app().session_memory()?;
     let listed = sessions.list_sessions(&user).await?;
     let info = listed.iter().find(|s| s.session_id == session_id).ok_or_else(not_found)?;
     let qas = sessions.qa_entries(&user, &session_id, Some(20)).await?;

@@ -43,7 +43,7 @@ pub async fn visualize(
         .map(|(_, v)| parse_uuid_in("query", v, "seed_node_ids"))
         .collect::<ApiResult<Vec<_>>>()?;
 
-    let (dataset, graph) = state.engine().dataset_graph(&user, DatasetRef::Id(dataset)).await?;
+    let (dataset, graph) = state.app().dataset_graph(&user, &DatasetRef::Id(dataset)).await?;
     let graph = if full && graph.nodes.len() <= max_nodes {
         graph
     } else {

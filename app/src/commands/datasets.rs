@@ -1,0 +1,34 @@
+//! `recall datasets`: the datasets you own and those shared with you.
+
+use recall_core::Result;
+
+use super::{print_json, Who};
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(who: Who<'_>, args: Args) -> Result<()> {
+    let datasets = match who.reader().await? {
+        Some((app, user)) => app.datasets(&user).await?,
+        None => Vec::new(),
+    };
+    if args.json {
+        print_json(&datasets)?;
+    } else if datasets.is_empty() {
+        println!("No datasets yet. Remember something first: recall remember --dataset NAME FILE…");
+    } else {
+        for d in datasets {
+            let permissions: Vec<&str> = d.permissions.iter().map(|p| p.as_str()).collect();
+            let owner = if d.owned {
+                "owned".to_string()
+            } else {
+                format!("shared by {}", d.owner_email.as_deref().unwrap_or("an unknown user"))
+            };
+            println!("{}  {}  ({owner}; {})", d.dataset.id, d.dataset.name, permissions.join(", "));
+        }
+    }
+    Ok(())
+}
