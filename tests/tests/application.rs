@@ -9,29 +9,18 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::fake_llm::{fake_llm, Seen};
-use common::{me, offline_builder};
+use common::me;
 use recall_api::{Application, ForgetReport, ForgetRequest, Improvement, RememberReport, RememberRequest};
 use recall_core::session::SessionMemory;
 use recall_core::{DatasetId, DatasetRef, SearchType};
-use recall_engine::{Engine, EngineConfig, RecallRequest, RememberInput};
-use recall_memory::MemorySessionStore;
-use recall_openai::{OpenAiChat, OpenAiConfig};
-use recall_sessions::{SessionConfig, Sessions};
+use recall_engine::{Engine, RecallRequest, RememberInput};
+use recall_sessions::Sessions;
 use serde_json::Value;
 
 const FACTS: &str = "Alice founded Acme. Bob joined Acme. Acme builds rockets. Carol founded Zenith.";
 
 async fn application() -> (Application, Engine, Arc<Sessions>) {
-    let chat =
-        OpenAiChat::new(OpenAiConfig::new(fake_llm(Arc::new(Seen::default())).await, "gpt-test", Some("sk".into())))
-            .unwrap();
-    let sessions = Arc::new(Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default()));
-    let engine = offline_builder(EngineConfig::default(), 64)
-        .llm(Some(Arc::new(chat)))
-        .sessions(sessions.clone())
-        .build()
-        .unwrap();
+    let (engine, sessions) = common::engine_with_sessions().await;
     (Application::new(engine.clone()), engine, sessions)
 }
 

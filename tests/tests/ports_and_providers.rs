@@ -18,7 +18,7 @@ use recall_core::ports::{Embedder, RelationalPorts};
 use recall_core::{DataStatus, PipelineRunStatus, RecallError, RecallResponse, Result, SearchType};
 use recall_engine::{Engine, EngineBuilder, RecallRequest, RememberInput};
 use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, MemoryVectorStore};
-use recall_retrievers::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
+use recall_retrievers::{LlmContext, Retriever, RetrieverCall};
 use serde_json::{json, Value};
 
 /// Fails while `broken` is set, otherwise embeds offline.
@@ -89,26 +89,19 @@ struct ReverseRetriever {
 
 #[async_trait]
 impl Retriever for ReverseRetriever {
-    async fn get_retrieved_objects(&self, _: &DatasetPorts, query: &str, _: &RetrieverOptions) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let query = call.query;
         self.calls.fetch_add(1, Ordering::SeqCst);
         Ok(vec![json!({"text": query.chars().rev().collect::<String>(), "score": 0.0})])
     }
-    async fn get_context_from_objects(
-        &self,
-        _: &DatasetPorts,
-        _: &str,
-        objects: &[Value],
-        _: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::List(objects.iter().map(|o| o["text"].as_str().unwrap().to_string()).collect()))
     }
     async fn get_completion_from_context(
         &self,
-        _: &DatasetPorts,
-        _: &str,
+        _call: &RetrieverCall<'_>,
         objects: &[Value],
         _: &LlmContext,
-        _: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
         Ok(Some(objects.to_vec()))
     }

@@ -20,7 +20,7 @@ use recall_memory::{HashingEmbedder, MemoryGraphStore, MemoryRelationalStore, Me
 use recall_openai::{OpenAiChat, OpenAiConfig};
 use recall_retrievers::prompts;
 use recall_retrievers::{
-    brute_force_triplet_search, DatasetPorts, LlmContext, Retriever, RetrieverOptions, Triplet, TripletSearch,
+    brute_force_triplet_search, DatasetPorts, LlmContext, Retriever, RetrieverCall, Triplet, TripletSearch,
 };
 use serde_json::{json, Value};
 
@@ -689,32 +689,24 @@ struct Reverse;
 
 #[async_trait]
 impl Retriever for Reverse {
-    async fn get_retrieved_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        query: &str,
-        _options: &RetrieverOptions,
-    ) -> recall_core::Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> recall_core::Result<Vec<Value>> {
+        let query = call.query;
         Ok(vec![json!({"text": query.chars().rev().collect::<String>(), "score": 0.5})])
     }
 
     async fn get_context_from_objects(
         &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
+        _call: &RetrieverCall<'_>,
         objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> recall_core::Result<LlmContext> {
         Ok(LlmContext::List(objects.iter().map(|o| o["text"].as_str().unwrap_or_default().to_string()).collect()))
     }
 
     async fn get_completion_from_context(
         &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
+        _call: &RetrieverCall<'_>,
         objects: &[Value],
         _context: &LlmContext,
-        _options: &RetrieverOptions,
     ) -> recall_core::Result<Option<Vec<Value>>> {
         Ok(Some(objects.to_vec()))
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use recall_core::{
     Dataset, DatasetRef, Edge, Node, RecallError, RecallResponse, ResponseSkillEntry, Result, SearchType, User,
 };
-use recall_retrievers::RetrieverOptions;
+use recall_retrievers::{RetrieverCall, RetrieverOptions};
 use recall_skills::{
     parse_skill, Skill, SkillRunEntry, DEFAULT_SKILL_GATE_TOP_K, SKILL_NODE_TYPE, SKILL_RUN_NODE_TYPE,
     SKILL_RUN_TASK_TEXT, SKILL_SEARCH_TEXT,
@@ -269,7 +269,7 @@ impl Engine {
         let ctx =
             self.retrieval_context(&dataset, std::sync::Arc::new(recall_core::NoEvents), retriever.ranks_the_graph());
         let options = RetrieverOptions::with_top_k(DEFAULT_SKILL_GATE_TOP_K);
-        let objects = retriever.get_retrieved_objects(&ctx, &request.query_text, &options).await?;
+        let objects = retriever.get_retrieved_objects(&RetrieverCall::new(&ctx, &request.query_text, &options)).await?;
         Ok(objects
             .into_iter()
             .filter_map(|o| match o {

@@ -6,7 +6,8 @@ use recall_core::{RecallError, Result};
 
 use serde_json::{json, Value};
 
-use crate::{DatasetPorts, Retriever, RetrieverOptions};
+use crate::RetrieverCall;
+use crate::{DatasetPorts, Retriever};
 
 /// Plain vector search over chunks; no LLM.
 #[derive(Debug, Clone)]
@@ -66,12 +67,8 @@ impl Retriever for ChunksRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let limit = options.top_k().unwrap_or(self.default_top_k);
         vector_payloads(ctx, DOCUMENT_CHUNK_TEXT, query, limit, options.node_set_filter()).await
     }

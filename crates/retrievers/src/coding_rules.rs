@@ -8,7 +8,8 @@ use recall_core::ports::NodeSetFilter;
 use recall_core::Result;
 use serde_json::Value;
 
-use crate::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
+use crate::RetrieverCall;
+use crate::{LlmContext, Retriever};
 
 pub const DEFAULT_RULES_NODE_SET: &str = "coding_agent_rules";
 
@@ -22,12 +23,8 @@ impl Retriever for CodingRulesRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        _query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, options) = (call.ctx, call.options);
         let sets = options
             .search
             .node_name
@@ -58,13 +55,7 @@ impl Retriever for CodingRulesRetriever {
         Ok(out)
     }
 
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::List(objects.iter().filter_map(Value::as_str).map(str::to_string).collect()))
     }
 }

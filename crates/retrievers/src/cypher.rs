@@ -8,7 +8,8 @@ use recall_core::ports::CypherQueries;
 use recall_core::{RecallError, Result};
 use serde_json::{Map, Value};
 
-use crate::{completion, prompts, DatasetPorts, LlmContext, Retriever, RetrieverOptions};
+use crate::RetrieverCall;
+use crate::{completion, prompts, DatasetPorts, LlmContext, Retriever};
 
 /// The store's Cypher capability, or `SearchTypeNotSupported` naming the type and the store.
 fn require_cypher<'a>(ctx: &'a DatasetPorts, who: &str) -> Result<&'a dyn CypherQueries> {
@@ -35,12 +36,8 @@ impl Retriever for CypherRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        _options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query) = (call.ctx, call.query);
         let cypher = require_cypher(ctx, "CYPHER")?;
         if ctx.graph.is_empty(ctx.dataset.id).await? {
             return Ok(Vec::new());
@@ -54,13 +51,7 @@ impl Retriever for CypherRetriever {
         }
     }
 
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        _objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, _objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::Text(String::new()))
     }
 }
@@ -92,12 +83,8 @@ impl Retriever for NaturalLanguageRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         const WHO: &str = "NATURAL_LANGUAGE";
         let graph = require_cypher(ctx, WHO)?;
         if ctx.graph.is_empty(ctx.dataset.id).await? {
@@ -136,13 +123,7 @@ impl Retriever for NaturalLanguageRetriever {
         Ok(Vec::new())
     }
 
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        _objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, _objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::Text(String::new()))
     }
 }

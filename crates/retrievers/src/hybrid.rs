@@ -21,6 +21,7 @@ use crate::chunks::hit_payload;
 use crate::graph::search::empty_graph;
 use crate::lexical::LexicalIndexCache;
 use crate::rag::with_chunk_evidence;
+use crate::RetrieverCall;
 use crate::{completion, merge, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// Lane sizes and switches of one hybrid search.
@@ -471,12 +472,8 @@ pub struct HybridFamily<S>(pub S);
 
 #[async_trait]
 impl<S: HybridStrategy> Retriever for HybridFamily<S> {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         if query.trim().is_empty() {
             return Err(recall_core::RecallError::empty_query());
         }
@@ -484,13 +481,7 @@ impl<S: HybridStrategy> Retriever for HybridFamily<S> {
         Ok(vec![serde_json::to_value(result).unwrap_or(Value::Null)])
     }
 
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::Text(HybridResult::from_objects(objects).render()))
     }
 
@@ -526,26 +517,20 @@ impl<S: HybridStrategy> Retriever for HybridFamily<S> {
 
     async fn get_completion_from_context(
         &self,
-        ctx: &DatasetPorts,
-        query: &str,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
         context: &LlmContext,
-        options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
-        let Some(prompt) = self.prompt_preview(ctx, query, context, options).await? else {
+        let (ctx, options) = (call.ctx, call.options);
+        let Some(prompt) = self.prompt_preview(call, context).await? else {
             return Ok(Some(Vec::new()));
         };
         let answer = completion::final_answer(ctx, S::NAME, &prompt, options).await?;
         Ok(Some(vec![with_chunk_evidence(answer, &HybridResult::from_objects(objects).chunks, options)]))
     }
 
-    async fn prompt_preview(
-        &self,
-        _ctx: &DatasetPorts,
-        query: &str,
-        context: &LlmContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
+    async fn prompt_preview(&self, call: &RetrieverCall<'_>, context: &LlmContext) -> Result<Option<PromptPreview>> {
+        let (query, options) = (call.query, call.options);
         completion::preview(prompts::HYBRID_CONTEXT_FOR_QUESTION, query, context, options)
     }
 

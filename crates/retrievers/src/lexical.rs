@@ -24,7 +24,8 @@ use recall_core::{DatasetId, Node, RecallError, Result};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::{DatasetPorts, Retriever, RetrieverOptions};
+use crate::RetrieverCall;
+use crate::{DatasetPorts, Retriever};
 
 pub const K1: f64 = 1.5;
 pub const B: f64 = 0.75;
@@ -340,12 +341,8 @@ impl Retriever for LexicalChunksRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let top_k = options.top_k().unwrap_or(self.default_top_k);
         Ok(self.cache.search(ctx, query, top_k).await?.into_iter().map(|(payload, _)| payload).collect())
     }

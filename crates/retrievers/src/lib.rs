@@ -37,7 +37,7 @@ pub use lexical::{Bm25Index, LexicalChunksRetriever, LexicalIndexCache};
 pub use rag::{CompletionRetriever, PassageFamily, PassageStrategy};
 pub use recall_core::{FilterOperator, SearchOptions};
 pub use registry::RetrieverRegistry;
-pub use retriever::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
+pub use retriever::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverCall, RetrieverOptions};
 pub use skills::SkillsRetriever;
 pub use summaries::SummariesRetriever;
 pub use temporal::TemporalRetriever;

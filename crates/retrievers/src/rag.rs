@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::chunks::vector_payloads;
 use crate::evidence::{append_block, chunk_evidence_block, chunk_segments, EvidenceReference};
+use crate::RetrieverCall;
 use crate::{completion, merge, prompts, DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// What sets a passage-answer type apart: where its passages come from.
@@ -38,23 +39,18 @@ impl<S: PassageStrategy> Retriever for PassageFamily<S> {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         self.0.passages(ctx, query, options).await
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &DatasetPorts,
-        query: &str,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
         context: &LlmContext,
-        options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let Some(prompt) = completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)? else {
             return Ok(Some(Vec::new()));
         };
@@ -62,22 +58,17 @@ impl<S: PassageStrategy> Retriever for PassageFamily<S> {
         Ok(Some(vec![with_chunk_evidence(answer, objects, options)]))
     }
 
-    async fn prompt_preview(
-        &self,
-        _ctx: &DatasetPorts,
-        query: &str,
-        context: &LlmContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
+    async fn prompt_preview(&self, call: &RetrieverCall<'_>, context: &LlmContext) -> Result<Option<PromptPreview>> {
+        let (query, options) = (call.query, call.options);
         completion::preview(prompts::CONTEXT_FOR_QUESTION, query, context, options)
     }
 
     async fn get_context_evidence(
         &self,
-        ctx: &DatasetPorts,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
+        let ctx = call.ctx;
         Ok(if S::CHUNK_EVIDENCE { chunk_segments(objects, &ctx.dataset.id.to_string()) } else { Vec::new() })
     }
 

@@ -165,6 +165,31 @@ impl RetrieverOptions {
     }
 }
 
+/// One search of one dataset, as every step of a retriever receives it:
+/// the dataset's stores, the question, and the request's options.
+#[derive(Clone, Copy)]
+pub struct RetrieverCall<'a> {
+    pub ctx: &'a DatasetPorts,
+    pub query: &'a str,
+    pub options: &'a RetrieverOptions,
+}
+
+impl<'a> RetrieverCall<'a> {
+    pub fn new(ctx: &'a DatasetPorts, query: &'a str, options: &'a RetrieverOptions) -> Self {
+        Self { ctx, query, options }
+    }
+
+    /// The same call with another question (a sub-query, a second retrieval lane).
+    pub fn with_query(self, query: &'a str) -> Self {
+        Self { query, ..self }
+    }
+
+    /// The same call with other options.
+    pub fn with_options(self, options: &'a RetrieverOptions) -> Self {
+        Self { options, ..self }
+    }
+}
+
 /// What an `only_context` call shows for a single-prompt completion type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptPreview {
@@ -222,22 +247,11 @@ pub trait Retriever: Send + Sync {
     }
 
     /// Step 1: fetch raw objects.
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>>;
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>>;
 
     /// Step 2: build the context the LLM would see. Default: the objects'
     /// `text` fields, joined by newlines.
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::Text(passages(objects)))
     }
 
@@ -246,24 +260,16 @@ pub trait Retriever: Send + Sync {
     /// the objects, each one result item.
     async fn get_completion_from_context(
         &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
+        _call: &RetrieverCall<'_>,
         objects: &[Value],
         _context: &LlmContext,
-        _options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
         Ok(Some(objects.to_vec()))
     }
 
     /// For types that send exactly one templated prompt: the (user, system)
     /// prompt pair `only_context` returns instead of calling the LLM.
-    async fn prompt_preview(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        _context: &LlmContext,
-        _options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
+    async fn prompt_preview(&self, _call: &RetrieverCall<'_>, _context: &LlmContext) -> Result<Option<PromptPreview>> {
         Ok(None)
     }
 
@@ -271,9 +277,8 @@ pub trait Retriever: Send + Sync {
     /// (`metadata.evidence`, docs/retrievers.md). Default: none.
     async fn get_context_evidence(
         &self,
-        _ctx: &DatasetPorts,
+        _call: &RetrieverCall<'_>,
         _objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> Result<Vec<evidence::EvidenceReference>> {
         Ok(Vec::new())
     }

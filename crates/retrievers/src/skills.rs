@@ -8,7 +8,8 @@ use recall_core::Result;
 use recall_skills::{project_metadata, SKILL_SEARCH_TEXT};
 use serde_json::{json, Value};
 
-use crate::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
+use crate::RetrieverCall;
+use crate::{LlmContext, Retriever};
 
 /// The retriever's own default `top_k`.
 pub const DEFAULT_SKILLS_TOP_K: usize = 5;
@@ -23,12 +24,8 @@ impl Retriever for SkillsRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let top_k = options.top_k().unwrap_or(DEFAULT_SKILLS_TOP_K);
         if top_k == 0 {
             return Err(recall_core::RecallError::top_k_not_positive());
@@ -64,13 +61,7 @@ impl Retriever for SkillsRetriever {
         Ok(out)
     }
 
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         let lines: Vec<String> = objects
             .iter()
             .map(|o| {

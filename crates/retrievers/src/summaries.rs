@@ -7,7 +7,8 @@ use recall_core::Result;
 use serde_json::Value;
 
 use crate::chunks::vector_payloads;
-use crate::{DatasetPorts, Retriever, RetrieverOptions};
+use crate::Retriever;
+use crate::RetrieverCall;
 
 #[derive(Debug, Clone)]
 pub struct SummariesRetriever {
@@ -27,12 +28,8 @@ impl Retriever for SummariesRetriever {
         false
     }
 
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         vector_payloads(ctx, TEXT_SUMMARY_TEXT, query, options.top_k().unwrap_or(self.default_top_k), None).await
     }
 }

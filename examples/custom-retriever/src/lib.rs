@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use recall_core::model::node_types::DOCUMENT_CHUNK;
 use recall_core::{RecallError, Result};
-use recall_retrievers::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
+use recall_retrievers::{LlmContext, Retriever, RetrieverCall};
 use serde_json::{json, Value};
 
 /// Chunks that contain the query as an exact phrase (case-insensitive),
@@ -21,12 +21,8 @@ impl Retriever for ExactPhraseRetriever {
     }
 
     /// Step 1: the raw objects — chunk payloads as JSON.
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let phrase = query.trim().trim_matches('"').to_lowercase();
         if phrase.is_empty() {
             return Err(RecallError::empty_query());
@@ -52,13 +48,7 @@ impl Retriever for ExactPhraseRetriever {
     }
 
     /// Step 2: what an LLM would read (and what `only_context` returns).
-    async fn get_context_from_objects(
-        &self,
-        _ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        _options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, _call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
         Ok(LlmContext::List(
             objects.iter().filter_map(|o| o.get("text").and_then(Value::as_str)).map(str::to_string).collect(),
         ))

@@ -34,3 +34,19 @@ pub fn offline_builder(config: EngineConfig, dimensions: usize) -> EngineBuilder
 pub async fn me(engine: &Engine) -> User {
     engine.relational().users.ensure_user(DEFAULT_USER).await.unwrap()
 }
+
+/// An offline engine with a fake chat model (so completions run and record
+/// their turns) and session memory in memory.
+pub async fn engine_with_sessions() -> (Engine, Arc<recall_sessions::Sessions>) {
+    let llm = fake_llm::fake_llm(Arc::new(fake_llm::Seen::default())).await;
+    let chat =
+        recall_openai::OpenAiChat::new(recall_openai::OpenAiConfig::new(llm, "gpt-test", Some("sk".into()))).unwrap();
+    let store = Arc::new(recall_memory::MemorySessionStore::new());
+    let sessions = Arc::new(recall_sessions::Sessions::new(store, recall_sessions::SessionConfig::default()));
+    let engine = offline_builder(EngineConfig::default(), 64)
+        .llm(Some(Arc::new(chat)))
+        .sessions(sessions.clone())
+        .build()
+        .unwrap();
+    (engine, sessions)
+}

@@ -11,7 +11,7 @@ use recall_core::model::collections::DOCUMENT_CHUNK_TEXT;
 use recall_core::{
     Dataset, DatasetId, RecallError, RecallEvent, RecallEvents, Result, SearchRecord, SearchType, Stage, User,
 };
-use recall_retrievers::{DatasetPorts, LlmContext, RetrieverOptions};
+use recall_retrievers::{DatasetPorts, LlmContext, RetrieverCall, RetrieverOptions};
 use serde_json::Value;
 
 use super::normalise::SearchResultPayload;
@@ -256,7 +256,7 @@ impl Engine {
         let (steps, options) = outcome?;
         let Steps { objects, context, completion, preview } = steps;
         let evidence = if options.search.include_references {
-            retriever.get_context_evidence(&ctx, &objects, &options).await?
+            retriever.get_context_evidence(&RetrieverCall::new(&ctx, query, &options), &objects).await?
         } else {
             Vec::new()
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use recall_core::session::{CompletedTurn, SessionMemory, TurnAnalysis, TurnMode};
 use recall_core::{Dataset, Result, User};
-use recall_retrievers::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
+use recall_retrievers::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverCall, RetrieverOptions};
 use serde_json::Value;
 
 use super::request::RecallRequest;
@@ -46,7 +46,7 @@ pub(crate) async fn run_steps(
     query: &str,
     options: &RetrieverOptions,
 ) -> Result<Steps> {
-    let objects = retriever.get_retrieved_objects(ctx, query, options).await?;
+    let objects = retriever.get_retrieved_objects(&RetrieverCall::new(ctx, query, options)).await?;
     finish_steps(ctx, retriever, query, objects, options).await
 }
 
@@ -58,11 +58,12 @@ async fn finish_steps(
     objects: Vec<Value>,
     options: &RetrieverOptions,
 ) -> Result<Steps> {
-    let context = retriever.get_context_from_objects(ctx, query, &objects, options).await?;
+    let call = RetrieverCall::new(ctx, query, options);
+    let context = retriever.get_context_from_objects(&call, &objects).await?;
     let (completion, preview) = if options.search.only_context {
-        (None, retriever.prompt_preview(ctx, query, &context, options).await?)
+        (None, retriever.prompt_preview(&call, &context).await?)
     } else {
-        (retriever.get_completion_from_context(ctx, query, &objects, &context, options).await?, None)
+        (retriever.get_completion_from_context(&call, &objects, &context).await?, None)
     };
     Ok(Steps { objects, context, completion, preview })
 }
@@ -79,8 +80,8 @@ async fn run_two_lane_steps(
     options: &RetrieverOptions,
 ) -> Result<Steps> {
     let (primary, secondary) = futures::future::join(
-        retriever.get_retrieved_objects(ctx, query, options),
-        retriever.get_retrieved_objects(ctx, second, options),
+        retriever.get_retrieved_objects(&RetrieverCall::new(ctx, query, options)),
+        retriever.get_retrieved_objects(&RetrieverCall::new(ctx, second, options)),
     )
     .await;
     let secondary = secondary.unwrap_or_else(|e| {

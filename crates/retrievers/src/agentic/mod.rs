@@ -23,6 +23,7 @@ use crate::completion;
 use crate::evidence::{append_block, segment_evidence_block, EvidenceReference};
 use crate::graph::{self, Triplet, TripletSearch, GRAPH_DEFAULT_TOP_K};
 use crate::prompts;
+use crate::RetrieverCall;
 use crate::{DatasetPorts, LlmContext, Retriever, RetrieverOptions};
 pub use tools::{AgentTool, LoadSkill, MemorySearch, ToolContext, LOAD_SKILL, MEMORY_SEARCH};
 
@@ -453,34 +454,24 @@ async fn next_step(ctx: &DatasetPorts, system: &str, user: &str) -> Result<Agent
 
 #[async_trait]
 impl Retriever for AgenticRetriever {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         Ok(vec![gathered_value(&self.gather(ctx, query, options).await?)])
     }
 
-    async fn get_context_from_objects(
-        &self,
-        ctx: &DatasetPorts,
-        _query: &str,
-        objects: &[Value],
-        options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
+        let (ctx, options) = (call.ctx, call.options);
         let (gathered, _) = self.restore(ctx, objects, options)?;
         Ok(LlmContext::Text(compose(&gathered)))
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &DatasetPorts,
-        query: &str,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
         context: &LlmContext,
-        options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let (Gathered { triplets, skills, tools }, max_iter) = self.restore(ctx, objects, options)?;
         let mut run = Run { ctx, skills, tools, opened: Vec::new(), trace: Vec::new() };
         let started = (chrono::Utc::now().timestamp_millis(), Instant::now());
@@ -500,10 +491,10 @@ impl Retriever for AgenticRetriever {
 
     async fn get_context_evidence(
         &self,
-        ctx: &DatasetPorts,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
+        let ctx = call.ctx;
         Ok(graph::evidence::graph_evidence(ctx, &triplets_of(objects)).await)
     }
 

@@ -21,6 +21,7 @@ pub use sketch_index::SketchIndex;
 use crate::completion::{self, answer_text};
 use crate::evidence::{append_block, segment_evidence_block, EvidenceReference};
 use crate::prompts;
+use crate::RetrieverCall;
 use crate::{DatasetPorts, LlmContext, PromptPreview, Retriever, RetrieverOptions};
 
 /// Direct-construction default of `top_k` for the graph family (recall passes 15).
@@ -150,33 +151,23 @@ pub struct GraphFamily<S>(pub S);
 
 #[async_trait]
 impl<S: GraphStrategy> Retriever for GraphFamily<S> {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         Ok(to_values(&self.0.triplets(ctx, query, options).await?))
     }
 
-    async fn get_context_from_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        objects: &[Value],
-        options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         Ok(LlmContext::Text(self.0.context(ctx, query, &Triplet::from_values(objects), options).await?))
     }
 
     async fn get_completion_from_context(
         &self,
-        ctx: &DatasetPorts,
-        query: &str,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
         context: &LlmContext,
-        options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let triplets = Triplet::from_values(objects);
         let template = prompts::GRAPH_CONTEXT_FOR_QUESTION;
         if S::STRUCTURED {
@@ -186,13 +177,8 @@ impl<S: GraphStrategy> Retriever for GraphFamily<S> {
         }
     }
 
-    async fn prompt_preview(
-        &self,
-        _ctx: &DatasetPorts,
-        query: &str,
-        context: &LlmContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
+    async fn prompt_preview(&self, call: &RetrieverCall<'_>, context: &LlmContext) -> Result<Option<PromptPreview>> {
+        let (query, options) = (call.query, call.options);
         completion::preview(prompts::GRAPH_CONTEXT_FOR_QUESTION, query, context, options)
     }
 
@@ -212,10 +198,10 @@ impl<S: GraphStrategy> Retriever for GraphFamily<S> {
 
     async fn get_context_evidence(
         &self,
-        ctx: &DatasetPorts,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
+        let ctx = call.ctx;
         Ok(evidence::graph_evidence(ctx, &Triplet::from_values(objects)).await)
     }
 
@@ -437,12 +423,8 @@ fn subanswer_triplets(objects: &[Value]) -> Vec<Triplet> {
 
 #[async_trait]
 impl Retriever for GraphCompletionDecompositionRetriever {
-    async fn get_retrieved_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        options: &RetrieverOptions,
-    ) -> Result<Vec<Value>> {
+    async fn get_retrieved_objects(&self, call: &RetrieverCall<'_>) -> Result<Vec<Value>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         const WHO: &str = "GRAPH_COMPLETION_DECOMPOSITION";
         let mode = decomposition_mode(options)?;
         let max_subqueries = options.rsc_usize("max_subqueries")?.unwrap_or(3).max(1);
@@ -493,13 +475,8 @@ impl Retriever for GraphCompletionDecompositionRetriever {
         Ok(out)
     }
 
-    async fn get_context_from_objects(
-        &self,
-        ctx: &DatasetPorts,
-        query: &str,
-        objects: &[Value],
-        options: &RetrieverOptions,
-    ) -> Result<LlmContext> {
+    async fn get_context_from_objects(&self, call: &RetrieverCall<'_>, objects: &[Value]) -> Result<LlmContext> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         if objects.iter().any(|o| o.get("subquery").is_some()) {
             let parts: Vec<String> = objects
                 .iter()
@@ -519,24 +496,18 @@ impl Retriever for GraphCompletionDecompositionRetriever {
 
     async fn get_completion_from_context(
         &self,
-        ctx: &DatasetPorts,
-        query: &str,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
         context: &LlmContext,
-        options: &RetrieverOptions,
     ) -> Result<Option<Vec<Value>>> {
+        let (ctx, query, options) = (call.ctx, call.query, call.options);
         let template = self.template(objects);
         answer(ctx, "GRAPH_COMPLETION_DECOMPOSITION", template, query, &subanswer_triplets(objects), context, options)
             .await
     }
 
-    async fn prompt_preview(
-        &self,
-        _ctx: &DatasetPorts,
-        query: &str,
-        context: &LlmContext,
-        options: &RetrieverOptions,
-    ) -> Result<Option<PromptPreview>> {
+    async fn prompt_preview(&self, call: &RetrieverCall<'_>, context: &LlmContext) -> Result<Option<PromptPreview>> {
+        let (query, options) = (call.query, call.options);
         let template = if decomposition_mode(options)? == "combined_triplets_context" {
             prompts::GRAPH_CONTEXT_FOR_QUESTION
         } else {
@@ -547,10 +518,10 @@ impl Retriever for GraphCompletionDecompositionRetriever {
 
     async fn get_context_evidence(
         &self,
-        ctx: &DatasetPorts,
+        call: &RetrieverCall<'_>,
         objects: &[Value],
-        _options: &RetrieverOptions,
     ) -> Result<Vec<EvidenceReference>> {
+        let ctx = call.ctx;
         Ok(evidence::graph_evidence(ctx, &subanswer_triplets(objects)).await)
     }
 
