@@ -49,7 +49,8 @@ fn carries_conversation(t: SearchType) -> bool {
 }
 
 impl Engine {
-    /// One search type over the datasets: one payload per dataset.
+    /// One search type over the datasets: one payload per dataset. The
+    /// caller has checked the type ([`Engine::check_search_type`]) once.
     pub(crate) async fn search_graph(
         &self,
         user: &User,
@@ -59,7 +60,6 @@ impl Engine {
         options: &RetrieverOptions,
         events: &Arc<dyn RecallEvents>,
     ) -> Result<Vec<SearchResultPayload>> {
-        self.check_search_type(search_type, request)?;
         // One dataset's answer streams: the first to start generating.
         let streaming = FirstStream::new(events.clone());
         let tasks = datasets.iter().map(|dataset| {

@@ -49,10 +49,14 @@ impl Engine {
         };
         run.explain.search_type = Some(search_type.to_string());
         run.explain.chosen_by = Some(chosen_by);
-        // A pinned type that cannot run fails before any dataset is touched.
-        if !routed_guess {
-            self.check_search_type(search_type, request)?;
-        }
+        // The type is checked once, before any dataset is touched: a pinned
+        // type that cannot run fails here; a routed guess that cannot is
+        // retried below as HYBRID_COMPLETION.
+        let rejected = match self.check_search_type(search_type, request) {
+            Ok(()) => None,
+            Err(e) if routed_guess => Some(e),
+            Err(e) => return Err(e),
+        };
 
         let started = Instant::now();
         // Before any vector read: another process's writes become visible.
@@ -88,12 +92,16 @@ impl Engine {
         let mut options = request.retriever_options();
         self.load_prompt_files(&mut options).await?;
         let started = Instant::now();
-        let first = self.search_routed(user, &routing, search_type, request, &options, run).await;
+        let first = match rejected {
+            Some(e) => Err(e),
+            None => self.search_routed(user, &routing, search_type, request, &options, run).await,
+        };
         let (final_type, payloads) = match first {
             Err(e) if routed_guess && is_type_rejection(&e) => {
                 tracing::warn!(search_type = %search_type, error = %e, "routed type rejected; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
                 run.explain.retried_as = Some(retry.to_string());
+                self.check_search_type(retry, request)?;
                 (retry, self.search_routed(user, &routing, retry, request, &options, run).await?)
             }
             Err(e) => return Err(e),
@@ -105,6 +113,7 @@ impl Engine {
                 tracing::info!(search_type = %search_type, "routed type found nothing; retrying once as HYBRID_COMPLETION");
                 let retry = SearchType::HybridCompletion;
                 run.explain.retried_as = Some(retry.to_string());
+                self.check_search_type(retry, request)?;
                 (retry, self.search_routed(user, &routing, retry, request, &options, run).await?)
             }
             Ok(payloads) => (search_type, payloads),

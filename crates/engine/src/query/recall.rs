@@ -107,8 +107,7 @@ impl Engine {
         request: &RecallRequest,
         events: Arc<dyn RecallEvents>,
     ) -> Result<(Vec<RecallResponse>, RecallExplain)> {
-        let top_k = request.validate()?;
-        let plan = request.plan()?;
+        let (plan, top_k) = request.validated()?;
         events.report(|| RecallEvent::Stage { stage: Stage::Retrieving });
         let mut run = Run { explain: RecallExplain::default(), events };
         // The skill gate runs alongside the lanes, which never wait on it; a

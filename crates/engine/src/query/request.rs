@@ -164,7 +164,12 @@ impl RecallRequest {
     /// non-blank query, the ranges of the graph options and the response
     /// schema. Returns `top_k` as a count (`None`: each retriever's default).
     pub fn validate(&self) -> Result<Option<usize>> {
-        self.plan()?;
+        self.validated().map(|(_, top_k)| top_k)
+    }
+
+    /// [`RecallRequest::validate`], with the plan it made: a recall plans once.
+    pub(crate) fn validated(&self) -> Result<(Plan, Option<usize>)> {
+        let plan = self.plan()?;
         let o = &self.options;
         if o.top_k.is_some_and(|k| k <= 0) {
             return Err(RecallError::top_k_not_positive());
@@ -210,7 +215,7 @@ impl RecallRequest {
                 "Unsupported search type: skills/tools are supported only with SearchType.AGENTIC_COMPLETION".into(),
             ));
         }
-        Ok(o.top_k())
+        Ok((plan, o.top_k()))
     }
 
     /// What every retriever of this request receives.

@@ -221,6 +221,7 @@ impl Engine {
         }
         let mut options = recall.retriever_options();
         self.load_prompt_files(&mut options).await?;
+        self.check_search_type(request.query_type, &recall)?;
         let started = std::time::Instant::now();
         let payloads = self.search_graph(user, &datasets, request.query_type, &recall, &options, &events).await?;
         events.report(|| RecallEvent::timing("search", started.elapsed()));
