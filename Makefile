@@ -64,13 +64,13 @@ clean-demo:
 
 # Benchmarks build release (a cold release build takes 40–75 minutes on 2 cores).
 bench: deps
-	$(CARGO) run --release -p recall --bin recall-bench -- --chunks 2400 --queries 200
+	$(CARGO) run --release -p recall-bench --bin recall-bench -- --chunks 2400 --queries 200
 
 # The HTTP server under load (recall serve, separate process, loopback, keep-alive)
 # on a 10k-chunk store, built once and kept in BENCH_DIR.
 BENCH_DIR ?= /var/tmp/recall-bench-10k
 bench-http: deps
-	$(CARGO) build --release -p recall --bin recall --bin recall-bench --bin recall-http-bench
+	$(CARGO) build --release -p recall --bin recall -p recall-bench --bins
 	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
 	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR) --seconds 10
 
@@ -78,7 +78,7 @@ bench-http: deps
 # remembers against `recall serve` for 10 minutes, on a copy of the bench store.
 SOAK_SECONDS ?= 600
 soak: deps
-	$(CARGO) build --release -p recall --bin recall --bin recall-bench --bin recall-http-bench
+	$(CARGO) build --release -p recall --bin recall -p recall-bench --bins
 	$(CARGO_TARGET_DIR)/release/recall-bench --chunks 10000 --queries 20 --data-dir $(BENCH_DIR)
 	rm -rf $(BENCH_DIR)-soak && cp -r $(BENCH_DIR) $(BENCH_DIR)-soak
 	$(CARGO_TARGET_DIR)/release/recall-http-bench --data-dir $(BENCH_DIR)-soak --soak $(SOAK_SECONDS) --clients 16
@@ -91,7 +91,7 @@ soak: deps
 SCALE_CHUNKS ?= 1000000
 SCALE_DIR ?= /var/tmp/recall-scale
 bench-scale: deps
-	$(CARGO) build --release -p recall --bin recall-bench
+	$(CARGO) build --release -p recall-bench --bin recall-bench
 	rm -rf $(SCALE_DIR)
 	RUST_LOG=recall_retrievers=debug,recall_lancedb=debug $$(command -v /usr/bin/time >/dev/null && echo /usr/bin/time -v) \
 	  $(CARGO_TARGET_DIR)/release/recall-bench --chunks $(SCALE_CHUNKS) --queries 40 --increments 0 --export 0 \

@@ -198,7 +198,6 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
             skill_gate_enabled: settings.skill_gate_enabled,
             access_control: settings.enable_backend_access_control,
             prompt_dirs: settings.prompt_dirs(),
-            credentials: settings.credentials()?,
             improve_feedback_alpha: settings.improve_feedback_alpha,
             tools: tools.clone(),
             index_refresh_chunks: recall_engine::INDEX_REFRESH_CHUNKS,
@@ -210,7 +209,19 @@ pub async fn build_engine(settings: &Settings, mode: OpenMode) -> Result<(Engine
     Ok((engine, active))
 }
 
-pub use recall_engine::credentials::validate_email;
+pub use recall_accounts::validate_email;
+
+/// The accounts service (API keys, passwords) on the engine's relational
+/// store, with the settings' key derivation.
+pub fn build_accounts(engine: &Engine, settings: &Settings) -> Result<recall_accounts::Accounts> {
+    Ok(recall_accounts::Accounts::new(engine.relational().clone(), settings.credentials()?))
+}
+
+/// The application layer for the settings: the engine and the accounts.
+pub fn application(engine: Engine, settings: &Settings) -> Result<recall_api::Application> {
+    let accounts = build_accounts(&engine, settings)?;
+    Ok(recall_api::Application::new(engine, accounts))
+}
 
 /// The user a command acts for: `email`, else the configured default user
 /// (`DEFAULT_USER_EMAIL`). `create` makes the user on first use (writes);

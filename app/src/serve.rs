@@ -82,7 +82,7 @@ pub async fn serve(settings: &Settings, host: Option<&str>, port: Option<u16>) -
     let host = host.unwrap_or(settings.http_api_host.trim());
     let mut config = config;
     config.mcp_allowed_hosts = mcp_allowed_hosts(host, Some(&settings.mcp_allowed_hosts));
-    let state = AppState::prepare(engine, config, default_user).await?;
+    let state = AppState::prepare(crate::application(engine, settings)?, config, default_user).await?;
     let port = port.unwrap_or(settings.http_api_port);
     let listener = tokio::net::TcpListener::bind((host, port))
         .await

@@ -364,11 +364,11 @@ impl Settings {
     }
 
     /// The credential settings, checked.
-    pub fn credentials(&self) -> Result<recall_engine::CredentialsConfig> {
+    pub fn credentials(&self) -> Result<recall_accounts::CredentialsConfig> {
         if self.api_key_hash_iterations == 0 {
             return Err(RecallError::invalid_input("API_KEY_HASH_ITERATIONS must be a positive integer"));
         }
-        Ok(recall_engine::CredentialsConfig {
+        Ok(recall_accounts::CredentialsConfig {
             api_key_hash_salt: self.api_key_hash_salt.expose().to_string(),
             api_key_hash_iterations: self.api_key_hash_iterations,
             max_user_api_keys: self.max_user_api_keys,

@@ -21,7 +21,7 @@ const FACTS: &str = "Alice founded Acme. Bob joined Acme. Acme builds rockets. C
 
 async fn application() -> (Application, Engine, Arc<Sessions>) {
     let (engine, sessions) = common::engine_with_sessions().await;
-    (Application::new(engine.clone()), engine, sessions)
+    (Application::new(engine.clone(), common::accounts(&engine)), engine, sessions)
 }
 
 fn rated(improvement: &Option<Improvement>) -> Value {

@@ -25,7 +25,7 @@ fn root(metadata: &Metadata) -> PathBuf {
 fn layer(name: &str) -> Option<u8> {
     Some(match name {
         "recall-core" => 0,
-        "recall-routing" | "recall-sessions" | "recall-skills" | "recall-conformance" => 1,
+        "recall-routing" | "recall-sessions" | "recall-skills" | "recall-accounts" | "recall-conformance" => 1,
         "recall-retrievers" => 2,
         "recall-engine" => 3,
         // The application layer: every use case once.
@@ -41,10 +41,14 @@ fn is_adapter(package: &Package, root: &Path) -> bool {
     package.manifest_path.as_std_path().starts_with(root.join("adapters"))
 }
 
-/// The crates that wire adapters into an engine: the `recall` binary, and
-/// each example (a library user's own composition).
+/// The crates that wire adapters into an engine: the `recall` binary, each
+/// example (a library user's own composition) and the tools (the
+/// benchmarks, which build the engine as the binary does).
 fn is_composition_root(package: &Package, root: &Path) -> bool {
-    package.name.as_str() == "recall" || package.manifest_path.as_std_path().starts_with(root.join("examples"))
+    let manifest = package.manifest_path.as_std_path();
+    package.name.as_str() == "recall"
+        || manifest.starts_with(root.join("examples"))
+        || manifest.starts_with(root.join("tools"))
 }
 
 /// Our packages each package depends on for building and running (not for
@@ -103,6 +107,15 @@ fn the_named_rules_hold() {
     let depends = |a: &str, b: &str| deps[a].contains(b);
     assert!(deps["recall-core"].is_empty(), "recall-core depends on no crate of ours: {:?}", deps["recall-core"]);
     assert!(!depends("recall-retrievers", "recall-engine"), "retrievers never depend on the engine");
+    // Keys and passwords are the accounts service's: the memory engine (and
+    // so every recall) links no key derivation.
+    let engine = metadata.packages.iter().find(|p| p.name.as_str() == "recall-engine").unwrap();
+    for kdf in ["argon2", "aws-lc-rs", "pbkdf2", "recall-accounts"] {
+        assert!(
+            !engine.dependencies.iter().any(|d| d.name == kdf && d.kind != DependencyKind::Development),
+            "the engine links {kdf}"
+        );
+    }
     for driving in ["recall-server", "recall-mcp"] {
         assert!(depends(driving, "recall-api"), "{driving} is a front end of the application layer");
         assert!(!depends(driving, "recall-engine"), "{driving} runs on the application layer, not on the engine");

@@ -267,7 +267,7 @@ async fn the_server_answers_every_generated_body_with_json() {
     let sessions = Sessions::new(Arc::new(MemorySessionStore::new()), SessionConfig::default());
     let engine = common::offline_builder(config, 64).sessions(Arc::new(sessions)).build().unwrap();
     let me = common::me(&engine).await;
-    let key = engine.create_api_key(&me, None).await.unwrap().key;
+    let key = common::accounts(&engine).create_api_key(&me, None).await.unwrap().key;
     engine
         .remember(
             &me,
@@ -276,7 +276,7 @@ async fn the_server_answers_every_generated_body_with_json() {
         )
         .await
         .unwrap();
-    let state = AppState::prepare(engine.clone(), ServerConfig::new(), me.clone()).await.unwrap();
+    let state = AppState::prepare(common::app(&engine), ServerConfig::new(), me.clone()).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(recall_server::serve(listener, state, std::future::pending()));

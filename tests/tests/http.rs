@@ -47,7 +47,7 @@ impl Server {
         let mut config = ServerConfig::new();
         config.default_user_password = Some(PASSWORD.into());
         configure(&mut config);
-        let state = AppState::prepare(engine.clone(), config, common::me(&engine).await).await.unwrap();
+        let state = AppState::prepare(common::app(&engine), config, common::me(&engine).await).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -64,7 +64,7 @@ impl Server {
     /// A key for a user (created on first use).
     async fn key_for(&self, email: &str) -> String {
         let user = self.engine.relational().users.ensure_user(email).await.unwrap();
-        self.engine.create_api_key(&user, None).await.unwrap().key
+        common::accounts(&self.engine).create_api_key(&user, None).await.unwrap().key
     }
 
     async fn stop(mut self) {
@@ -218,7 +218,7 @@ async fn authentication_in_the_default_posture() {
     let (status, _) = json_of(client.get(&datasets).bearer_auth(&tampered).send().await.unwrap()).await;
     assert_eq!(status, 401);
     let default_user = server.engine.relational().users.find_user(common::DEFAULT_USER).await.unwrap().unwrap();
-    server.engine.set_password(&default_user, "another good password").await.unwrap();
+    common::accounts(&server.engine).set_password(&default_user, "another good password").await.unwrap();
     let (status, _) = json_of(client.get(&datasets).bearer_auth(&token).send().await.unwrap()).await;
     assert_eq!(status, 401, "a new password ends older sessions");
     server.stop().await;

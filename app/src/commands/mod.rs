@@ -45,13 +45,13 @@ impl Who<'_> {
         let (engine, _) = build_engine(self.settings, OpenMode::Create).await?;
         let user = caller(&engine, self.settings, self.email, true).await?;
         let user = user.ok_or_else(|| RecallError::backend_msg("the user vanished after it was created"))?;
-        Ok((Application::new(engine), user))
+        Ok((::recall::application(engine, self.settings)?, user))
     }
 
     /// For commands that act for no user (creating one).
     pub(crate) async fn anyone(self) -> Result<Application> {
         let (engine, _) = build_engine(self.settings, OpenMode::Create).await?;
-        Ok(Application::new(engine))
+        ::recall::application(engine, self.settings)
     }
 
     /// For reads: `None` when there is no storage or no such user yet (they
@@ -62,8 +62,8 @@ impl Who<'_> {
             Err(RecallError::RecallPrecondition) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let user = caller(&engine, self.settings, self.email, false).await?;
-        Ok(user.map(|user| (Application::new(engine), user)))
+        let Some(user) = caller(&engine, self.settings, self.email, false).await? else { return Ok(None) };
+        Ok(Some((::recall::application(engine, self.settings)?, user)))
     }
 
     /// For commands on one existing dataset: no storage or no user means the

@@ -19,17 +19,16 @@ pub use errors::{error_response, stream_error_frame, ErrorResponse, Route};
 pub use graph_export::{bounded_subgraph, render_graph, GraphExport, GraphShape, GraphWriter};
 pub use recall_core::{RecallResponse, SearchOptions};
 // The engine's request and outcome types, as the front ends name them.
-pub use recall_engine::credentials::validate_email;
+pub use recall_accounts::{validate_email, Accounts, CreatedApiKey, CredentialsConfig, PasswordCheck};
 pub use recall_engine::skills::AddedSkill;
 pub use recall_engine::{
-    AddOutcome, ComponentHealth, CreatedApiKey, DatasetListing, DatasetStatus, ForgetOutcome, ImproveOutcome,
-    NoProgress, PasswordCheck, RecallExplain, RecallRequest, RecordedSkillRun, ReembedOutcome, ReembedProgress,
-    RememberInput, RememberOutcome, RememberProgress, SearchRequest, SearchResultPayload, SkillRunEntry, UpdateOutcome,
-    DEFAULT_TOP_K,
+    AddOutcome, ComponentHealth, DatasetListing, DatasetStatus, ForgetOutcome, ImproveOutcome, NoProgress,
+    RecallExplain, RecallRequest, RecordedSkillRun, ReembedOutcome, ReembedProgress, RememberInput, RememberOutcome,
+    RememberProgress, SearchRequest, SearchResultPayload, SkillRunEntry, UpdateOutcome, DEFAULT_TOP_K,
 };
 pub use search_results::search_results;
 pub use service::{
-    Application, BackgroundError, BackgroundWork, CognifyRun, EmbeddingHealth, ForgetReport, ForgetRequest, GrantRequest,
-    ImproveRequest, Improvement, RememberReport, RememberRequest,
+    Application, BackgroundError, BackgroundWork, CognifyRun, EmbeddingHealth, ForgetReport, ForgetRequest,
+    GrantRequest, ImproveRequest, Improvement, RememberReport, RememberRequest,
 };
 pub use wire::{HistoryEntry, RecallBody, SearchBody};

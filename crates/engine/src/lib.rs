@@ -3,7 +3,6 @@
 //! crate wires adapters in through [`EngineBuilder`].
 
 mod access;
-pub mod credentials;
 mod datasets;
 pub mod export;
 pub mod ingest;
@@ -22,7 +21,6 @@ use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
 pub use access::DatasetListing;
-pub use credentials::{CreatedApiKey, CredentialsConfig, PasswordCheck};
 pub use datasets::DatasetStatus;
 pub use export::{GraphPages, EXPORT_PAGE};
 pub use ingest::chunking::{chunk_text, TextChunk};
@@ -82,8 +80,6 @@ pub struct EngineConfig {
     /// `RECALL_PROMPT_DIRS`: the only directories a request's prompt file
     /// (`system_prompt_path`) may be read from. Empty: built-in prompts only.
     pub prompt_dirs: Vec<PathBuf>,
-    /// API keys and passwords (docs/auth.md).
-    pub credentials: CredentialsConfig,
     /// `IMPROVE_FEEDBACK_ALPHA` (0, 1]: how far one rating moves an element's weight.
     pub improve_feedback_alpha: f64,
     /// The recall "tools" lane: text-to-SQL over the deployment's databases (docs/tools-lane.md).
@@ -108,7 +104,6 @@ impl Default for EngineConfig {
             skill_gate_enabled: true,
             access_control: true,
             prompt_dirs: Vec::new(),
-            credentials: CredentialsConfig::default(),
             improve_feedback_alpha: ingest::improve::DEFAULT_FEEDBACK_ALPHA,
             tools: recall_core::tools::ToolSettings::default(),
         }
@@ -139,9 +134,6 @@ pub struct Engine {
     pub(crate) query_embedder: Arc<dyn Embedder>,
     /// Opens the tools lane's databases (`None`: the lane has no driver).
     pub(crate) sql_connector: Option<Arc<dyn recall_core::tools::SqlConnector>>,
-    /// API keys that authenticated recently (docs/auth.md).
-    pub(crate) verified_keys: credentials::VerifiedKeys,
-    pub(crate) key_stamps: credentials::KeyStamps,
     /// Each dataset's ranking sketch in memory, by data version.
     pub(crate) sketches: Arc<sketch_cache::SketchCache>,
 }
@@ -300,8 +292,6 @@ impl EngineBuilder {
             graph: self.graph,
             vectors: self.vectors,
             query_embedder,
-            verified_keys: credentials::verified_keys(),
-            key_stamps: credentials::key_stamps(),
             embedder: self.embedder,
             llm: self.llm,
             retrievers: self.retrievers,

@@ -92,8 +92,8 @@ pub struct HttpOptions {
 
 impl RecallMcp {
     /// A server whose every call acts for `user` (stdio).
-    pub fn new(app: impl Into<Application>, user: User, config: McpConfig) -> Self {
-        Self { app: app.into(), caller: CallerSource::Fixed(user), config: Arc::new(config) }
+    pub fn new(app: Application, user: User, config: McpConfig) -> Self {
+        Self { app, caller: CallerSource::Fixed(user), config: Arc::new(config) }
     }
 
     /// The streamable HTTP transport as a tower service, to mount at

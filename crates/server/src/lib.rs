@@ -126,12 +126,7 @@ impl AppState {
     /// The state for serving `engine`. `default_user` (resolved by the
     /// composition crate) is who requests act for when authentication is
     /// off; it gets `DEFAULT_USER_PASSWORD` when it has no password yet.
-    pub async fn prepare(
-        app: impl Into<Application>,
-        config: ServerConfig,
-        default_user: User,
-    ) -> Result<Self, RecallError> {
-        let app = app.into();
+    pub async fn prepare(app: Application, config: ServerConfig, default_user: User) -> Result<Self, RecallError> {
         if let Some(password) = config.default_user_password.as_deref().filter(|p| !p.is_empty()) {
             if app.password_stamp(&default_user).await?.is_none() {
                 app.set_password(&default_user, password).await?;

@@ -50,3 +50,14 @@ pub async fn engine_with_sessions() -> (Engine, Arc<recall_sessions::Sessions>) 
         .unwrap();
     (engine, sessions)
 }
+
+/// The accounts service on the engine's relational store, with the default
+/// key derivation.
+pub fn accounts(engine: &Engine) -> recall_accounts::Accounts {
+    recall_accounts::Accounts::new(engine.relational().clone(), recall_accounts::CredentialsConfig::default())
+}
+
+/// The application layer on the engine, with [`accounts`].
+pub fn app(engine: &Engine) -> recall_api::Application {
+    recall_api::Application::new(engine.clone(), accounts(engine))
+}

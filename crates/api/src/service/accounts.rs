@@ -1,7 +1,7 @@
 //! Users, passwords and API keys (docs/auth.md).
 
-use recall_core::{ApiKey, RecallError, Result, User};
-use recall_engine::{CreatedApiKey, PasswordCheck};
+use recall_accounts::{CreatedApiKey, PasswordCheck};
+use recall_core::{ApiKey, Result, User};
 use uuid::Uuid;
 
 use super::Application;
@@ -9,59 +9,50 @@ use super::Application;
 impl Application {
     /// A new user, with a password when one is given; an error if the email is taken.
     pub async fn create_user(&self, email: &str, password: Option<&str>) -> Result<User> {
-        recall_engine::credentials::validate_email(email)?;
-        let users = &self.engine.relational().users;
-        if users.find_user(email).await?.is_some() {
-            return Err(RecallError::invalid_input(format!("User '{email}' already exists.")));
-        }
-        let created = users.ensure_user(email).await?;
-        if let Some(password) = password {
-            self.engine.set_password(&created, password).await?;
-        }
-        Ok(created)
+        self.accounts.create_user(email, password).await
     }
 
     /// A new user with a password (self-registration); `None` when the email is taken.
     pub async fn register_user(&self, email: &str, password: &str) -> Result<Option<User>> {
-        self.engine.register_user(email, password).await
+        self.accounts.register_user(email, password).await
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> Result<Option<User>> {
-        self.engine.user_by_id(id).await
+        self.accounts.user_by_id(id).await
     }
 
     pub async fn user_by_email(&self, email: &str) -> Result<Option<User>> {
-        self.engine.relational().users.find_user(email).await
+        self.accounts.user_by_email(email).await
     }
 
     pub async fn set_password(&self, user: &User, password: &str) -> Result<()> {
-        self.engine.set_password(user, password).await
+        self.accounts.set_password(user, password).await
     }
 
     pub async fn check_password(&self, email: &str, password: &str) -> Result<PasswordCheck> {
-        self.engine.check_password(email, password).await
+        self.accounts.check_password(email, password).await
     }
 
     /// What changes whenever the user's password does (session tokens carry its MAC).
     pub async fn password_stamp(&self, user: &User) -> Result<Option<String>> {
-        self.engine.password_stamp(user).await
+        self.accounts.password_stamp(user).await
     }
 
     /// A new key for the caller: shown once, stored as a hash.
     pub async fn create_api_key(&self, caller: &User, name: Option<&str>) -> Result<CreatedApiKey> {
-        self.engine.create_api_key(caller, name).await
+        self.accounts.create_api_key(caller, name).await
     }
 
     pub async fn api_keys(&self, caller: &User) -> Result<Vec<ApiKey>> {
-        self.engine.api_keys(caller).await
+        self.accounts.api_keys(caller).await
     }
 
     pub async fn revoke_api_key(&self, caller: &User, id: Uuid) -> Result<()> {
-        self.engine.revoke_api_key(caller, id).await
+        self.accounts.revoke_api_key(caller, id).await
     }
 
     /// The user a key belongs to, if it is valid.
     pub async fn authenticate_api_key(&self, key: &str) -> Result<Option<User>> {
-        self.engine.authenticate_api_key(key).await
+        self.accounts.authenticate_api_key(key).await
     }
 }

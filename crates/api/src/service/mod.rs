@@ -20,6 +20,7 @@ mod skills;
 
 use std::sync::Arc;
 
+use recall_accounts::Accounts;
 use recall_engine::Engine;
 
 pub use background::{BackgroundError, BackgroundWork};
@@ -29,23 +30,19 @@ pub use health::EmbeddingHealth;
 pub use pipelines::{CognifyRun, ImproveRequest};
 pub use remember::{Improvement, RememberReport, RememberRequest};
 
-/// The use cases, on one engine. Cheap to clone: every front end of one
-/// process shares the engine and the background work.
+/// The use cases, on the engine (memory) and the accounts service (keys
+/// and passwords). Cheap to clone: every front end of one process shares
+/// them and the background work.
 #[derive(Clone)]
 pub struct Application {
     engine: Engine,
+    accounts: Accounts,
     background: Arc<BackgroundWork>,
 }
 
-impl From<Engine> for Application {
-    fn from(engine: Engine) -> Self {
-        Self::new(engine)
-    }
-}
-
 impl Application {
-    pub fn new(engine: Engine) -> Self {
-        Self { engine, background: Arc::default() }
+    pub fn new(engine: Engine, accounts: Accounts) -> Self {
+        Self { engine, accounts, background: Arc::default() }
     }
 
     /// Work that outlives its request: what runs, what failed, and the
