@@ -57,7 +57,10 @@ fn stored(dir: &Path, dataset: &str) -> Stored {
 
 fn dataset_names(dir: &Path) -> Vec<String> {
     let listed = cli_json(dir, &["datasets", "--json"]);
-    listed.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect()
+    let mut names: Vec<String> =
+        listed.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect();
+    names.sort();
+    names
 }
 
 struct Http {
@@ -83,6 +86,13 @@ impl Http {
             .send()
             .await
             .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.json().await.unwrap()
+    }
+
+    async fn get_json(&self, path: &str) -> Value {
+        let response =
+            self.client.get(format!("{}{path}", self.base)).header("X-Api-Key", &self.key).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
         response.json().await.unwrap()
     }
@@ -145,6 +155,23 @@ async fn remember_recall_search_and_forget_agree_across_the_cli_http_and_mcp() {
     for dir in [cli, http_store, mcp_store] {
         assert_eq!(dataset_names(dir), ["notes"]);
     }
+    // The listings agree: HTTP's and the MCP tool's match the CLI's.
+    let http_list = http.get_json("/api/v1/datasets").await;
+    assert_eq!(http_list.as_array().map(Vec::len), Some(1), "{http_list}");
+    assert_eq!(http_list[0]["name"], "notes", "{http_list}");
+    let listed_by_mcp = agent.call("list_datasets", json!({}));
+    let listed_by_mcp = &listed_by_mcp["result"]["structuredContent"]["datasets"];
+    assert_eq!(listed_by_mcp[0]["name"], "notes", "{listed_by_mcp}");
+    assert_eq!(listed_by_mcp[0]["owned"], true, "{listed_by_mcp}");
+
+    // improve: the same stages from the CLI and HTTP.
+    let by_cli = cli_json(cli, &["improve", "--dataset", "notes", "--json"]);
+    let by_http = http.post_json("/api/v1/improve", json!({"dataset_name": "notes"})).await;
+    let stages = |v: &Value| -> Vec<(String, String)> {
+        v["stages"].as_array().unwrap().iter().map(|s| (s["stage"].to_string(), s["status"].to_string())).collect()
+    };
+    assert_eq!(stages(&by_cli), stages(&by_http), "{by_cli} {by_http}");
+    assert_eq!((by_cli["status"].clone(), by_http["status"].clone()), (json!("completed"), json!("completed")));
 
     // recall: the same evidence first.
     let cli_results = cli_json(cli, &["recall", QUESTION, "--type", "CHUNKS", "--top-k", "1", "--json"]);
@@ -195,4 +222,24 @@ async fn self_improvement_can_be_switched_off_from_every_front_end() {
     let mut agent = mcp(mcp_dir.path());
     let stored = agent.call("remember", json!({"data": FACT, "dataset_name": "notes", "self_improvement": false}));
     assert_eq!(stored["result"]["isError"], false, "{stored}");
+}
+
+#[tokio::test]
+async fn cognify_creates_a_named_dataset_from_the_cli_and_http_alike() {
+    let (cli_dir, http_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (cli, http_store) = (cli_dir.path(), http_dir.path());
+    // Storage exists in both (the CLI's cognify needs a store to open).
+    assert!(recall(cli, &["remember", "--dataset", "notes", "--text", FACT]).status.success());
+    let http = Http::start(http_store).await;
+    http.post_form("/api/v1/remember", &[("datasetName", "notes"), ("raw_data", FACT)]).await;
+
+    let out = recall(cli, &["cognify", "--dataset", "fresh"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Cognified dataset 'fresh': 0 item(s) built"));
+    let runs = http.post_json("/api/v1/cognify", json!({"datasets": ["fresh"]})).await;
+    let run = runs.as_object().unwrap().values().next().unwrap().clone();
+    assert_eq!((run["status"].clone(), run["dataset_name"].clone()), (json!("PipelineRunCompleted"), json!("fresh")));
+    for dir in [cli, http_store] {
+        assert_eq!(dataset_names(dir), ["fresh", "notes"], "{}", dir.display());
+    }
 }
