@@ -50,7 +50,7 @@ enum Command {
     /// GRAPH_COMPLETION as the default type instead of automatic routing.
     Search(commands::recall::SearchArgs),
     /// Your search history: each question and the answers it got, oldest first.
-    History(commands::history::Args),
+    History(commands::JsonOutput),
     /// Explain the automatic search-type choice for a question: prints
     /// {"search_type": …, "rule": …} (docs/routing.md).
     Route { query: String },
@@ -64,7 +64,7 @@ enum Command {
     Doctor,
     /// List the datasets you own and those shared with you, with the owner
     /// and your permissions.
-    Datasets(commands::datasets::Args),
+    Datasets(commands::JsonOutput),
     /// Re-run cognify on a dataset: process items not yet built, refresh the indexes.
     Cognify(commands::cognify::Args),
     /// Apply the ratings of a dataset's answers to its graph: the elements a

@@ -40,10 +40,7 @@ pub(crate) async fn run(who: Who<'_>, command: ApiKeyCommand) -> Result<()> {
             Ok(())
         }
         ApiKeyCommand::List { json } => {
-            let keys = match who.reader().await? {
-                Some((app, user)) => app.api_keys(&user).await?,
-                None => Vec::new(),
-            };
+            let keys = who.list(|app, user| async move { app.api_keys(&user).await }).await?;
             if json {
                 return print_json(&keys);
             }

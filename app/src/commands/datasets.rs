@@ -2,19 +2,10 @@
 
 use recall_core::Result;
 
-use super::{print_json, Who};
+use super::{print_json, JsonOutput, Who};
 
-#[derive(clap::Args)]
-pub(crate) struct Args {
-    #[arg(long)]
-    json: bool,
-}
-
-pub(crate) async fn run(who: Who<'_>, args: Args) -> Result<()> {
-    let datasets = match who.reader().await? {
-        Some((app, user)) => app.datasets(&user).await?,
-        None => Vec::new(),
-    };
+pub(crate) async fn run(who: Who<'_>, args: JsonOutput) -> Result<()> {
+    let datasets = who.list(|app, user| async move { app.datasets(&user).await }).await?;
     if args.json {
         print_json(&datasets)?;
     } else if datasets.is_empty() {

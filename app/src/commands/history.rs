@@ -2,19 +2,10 @@
 
 use recall_core::Result;
 
-use super::{print_json, Who};
+use super::{print_json, JsonOutput, Who};
 
-#[derive(clap::Args)]
-pub(crate) struct Args {
-    #[arg(long)]
-    json: bool,
-}
-
-pub(crate) async fn run(who: Who<'_>, args: Args) -> Result<()> {
-    let rows = match who.reader().await? {
-        Some((app, user)) => app.history(&user).await?,
-        None => Vec::new(),
-    };
+pub(crate) async fn run(who: Who<'_>, args: JsonOutput) -> Result<()> {
+    let rows = who.list(|app, user| async move { app.history(&user).await }).await?;
     if args.json {
         return print_json(&rows);
     }

@@ -66,6 +66,19 @@ impl Who<'_> {
         Ok(Some((::recall::application(engine, self.settings)?, user)))
     }
 
+    /// A listing for the caller: empty when there is no storage or no such
+    /// user yet (they own nothing and were shared nothing).
+    pub(crate) async fn list<T, F, Fut>(self, read: F) -> Result<Vec<T>>
+    where
+        F: FnOnce(Application, User) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>>>,
+    {
+        match self.reader().await? {
+            Some((app, user)) => read(app, user).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// For commands on one existing dataset: no storage or no user means the
     /// dataset is not there for this caller (404 by name, 403 by id).
     pub(crate) async fn reader_of(self, target: &DatasetRef) -> Result<(Application, User)> {
@@ -96,6 +109,14 @@ impl Target {
             (None, None) => DatasetRef::Name(String::new()),
         }
     }
+}
+
+/// The arguments of a command whose only flag is `--json`.
+#[derive(clap::Args)]
+pub(crate) struct JsonOutput {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// A repeatable flag given no times is "not set".
