@@ -243,3 +243,76 @@ async fn cognify_creates_a_named_dataset_from_the_cli_and_http_alike() {
         assert_eq!(dataset_names(dir), ["fresh", "notes"], "{}", dir.display());
     }
 }
+
+/// The session turn a remember stored, and its rating, as the CLI shows it.
+fn rated_turn(dir: &Path, session: &str) -> (String, Value) {
+    let turns = cli_json(dir, &["session", "show", session, "--json"]);
+    assert_eq!(turns.as_array().map(Vec::len), Some(1), "{turns}");
+    (turns[0]["answer"].as_str().unwrap().to_string(), turns[0]["feedback_score"].clone())
+}
+
+#[tokio::test]
+async fn a_session_turn_is_stored_and_rated_alike_from_every_front_end() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let [cli, http_store, mcp_store] = [dirs[0].path(), dirs[1].path(), dirs[2].path()];
+    let note = "Call me Sam; I prefer short answers.";
+
+    // Stored as one turn of session "chat", in each front end's words.
+    let out = recall(cli, &["remember", "--dataset", "notes", "--session-id", "chat", "--text", note]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let http = Http::start(http_store).await;
+    let answer = http
+        .post_form("/api/v1/remember", &[("datasetName", "notes"), ("session_id", "chat"), ("raw_data", note)])
+        .await;
+    assert_eq!(answer["status"], "session_stored", "{answer}");
+    let mut agent = mcp(mcp_store);
+    let kept = agent.call("remember", json!({"data": note, "dataset_name": "notes", "session_id": "chat"}));
+    assert_eq!(text_of(&kept), "Stored in session cache (session_id=chat, status=session_stored).");
+    for dir in [cli, http_store, mcp_store] {
+        assert_eq!(rated_turn(dir, "chat"), (note.to_string(), Value::Null), "{}", dir.display());
+        assert!(stored(dir, "notes").0.is_empty(), "a session remember builds nothing: {}", dir.display());
+    }
+
+    // Rated 5: by the CLI, over HTTP (a feedback entry) and by the MCP tool.
+    let qa_id =
+        |dir: &Path| cli_json(dir, &["session", "show", "chat", "--json"])[0]["qa_id"].as_str().unwrap().to_string();
+    let id = qa_id(cli);
+    assert!(recall(cli, &["session", "feedback", "chat", &id, "--score", "5"]).status.success());
+    let rated = http
+        .post_json(
+            "/api/v1/remember/entry",
+            json!({"session_id": "chat", "dataset_name": "notes",
+                   "entry": {"type": "feedback", "qa_id": qa_id(http_store), "feedback_score": 5}}),
+        )
+        .await;
+    assert_eq!(rated["status"], "session_stored", "{rated}");
+    let rated_by_mcp =
+        agent.call("session_feedback", json!({"session_id": "chat", "qa_id": qa_id(mcp_store), "score": 5}));
+    assert_eq!(rated_by_mcp["result"]["isError"], false, "{rated_by_mcp}");
+    for dir in [cli, http_store, mcp_store] {
+        assert_eq!(rated_turn(dir, "chat"), (note.to_string(), json!(5)), "{}", dir.display());
+    }
+}
+
+#[tokio::test]
+async fn the_history_is_the_same_from_the_cli_and_http() {
+    let (cli_dir, http_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (cli, http_store) = (cli_dir.path(), http_dir.path());
+    assert!(recall(cli, &["remember", "--dataset", "notes", "--text", FACT]).status.success());
+    cli_json(cli, &["recall", QUESTION, "--type", "CHUNKS", "--top-k", "1", "--json"]);
+    let http = Http::start(http_store).await;
+    http.post_form("/api/v1/remember", &[("datasetName", "notes"), ("raw_data", FACT)]).await;
+    http.post_json("/api/v1/recall", json!({"query": QUESTION, "searchType": "CHUNKS", "topK": 1})).await;
+
+    let by_cli = cli_json(cli, &["history", "--json"]);
+    let by_http = http.get_json("/api/v1/recall").await;
+    // The question row alike; the answer row holds the same evidence (its
+    // JSON also carries ids, which differ between two stores).
+    for history in [&by_cli, &by_http] {
+        let rows = history.as_array().unwrap();
+        assert_eq!(rows.len(), 2, "a question and its answer: {history}");
+        assert_eq!((rows[0]["user"].clone(), rows[0]["text"].clone()), (json!("user"), json!(QUESTION)));
+        assert_eq!(rows[1]["user"], "system", "{history}");
+        assert!(rows[1]["text"].as_str().unwrap().contains("winds the clock every evening"), "{history}");
+    }
+}
