@@ -250,7 +250,7 @@ pub async fn run(
     let started = Instant::now();
     let outcome = engine.remember(user, config.dataset.as_str(), &docs).await?;
     let ingest_seconds = if outcome.items_added == 0 { 0.0 } else { started.elapsed().as_secs_f64() };
-    let dataset = engine.dataset(user, config.dataset.as_str()).await?;
+    let dataset = engine.access().dataset(user, config.dataset.as_str()).await?;
     let chunks = engine.vectors().count(dataset.id, recall_core::model::collections::DOCUMENT_CHUNK_TEXT).await?;
 
     let bar = if config.progress {

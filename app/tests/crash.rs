@@ -154,7 +154,8 @@ async fn open(data_dir: &Path) -> (Engine, recall_core::User) {
 /// nothing in quarantine, and no pipeline run left started.
 async fn snapshot(data_dir: &Path) -> Snapshot {
     let (engine, me) = open(data_dir).await;
-    let Some(dataset) = engine.datasets(&me).await.unwrap().into_iter().find(|d| d.dataset.name == DATASET) else {
+    let Some(dataset) = engine.access().datasets(&me).await.unwrap().into_iter().find(|d| d.dataset.name == DATASET)
+    else {
         return Snapshot {
             items: BTreeSet::new(),
             nodes: BTreeSet::new(),
@@ -265,7 +266,7 @@ async fn found(engine: &Engine, me: &recall_core::User, k: usize) -> String {
 /// the completed ones are still found (the check can fail both ways).
 async fn check_visibility(data_dir: &Path) -> usize {
     let (engine, me) = open(data_dir).await;
-    if !engine.datasets(&me).await.unwrap().iter().any(|d| d.dataset.name == DATASET) {
+    if !engine.access().datasets(&me).await.unwrap().iter().any(|d| d.dataset.name == DATASET) {
         // Killed before the dataset existed: nothing to search.
         return 0;
     }
@@ -373,7 +374,7 @@ async fn remember_and_forget_killed_at_many_points_leave_nothing_half_visible() 
 /// The dataset's items and their statuses.
 async fn snapshot_items(data_dir: &Path) -> Vec<(String, DataStatus)> {
     let (engine, me) = open(data_dir).await;
-    match engine.datasets(&me).await.unwrap().into_iter().find(|d| d.dataset.name == DATASET) {
+    match engine.access().datasets(&me).await.unwrap().into_iter().find(|d| d.dataset.name == DATASET) {
         Some(d) => engine
             .relational()
             .data

@@ -92,18 +92,21 @@ async fn two_users_with_same_named_datasets(engine: &Engine) {
     // Writes and shares on another user's dataset need their permission.
     let more = [RememberInput::text("Bob was here.")];
     assert_denied(engine.remember(&bob, a.dataset_id, &more).await.unwrap_err(), Permission::Write);
-    assert_denied(engine.share(&bob, a.dataset_id, &bob, Permission::Read).await.unwrap_err(), Permission::Share);
+    assert_denied(
+        engine.access().share(&bob, a.dataset_id, &bob, Permission::Read).await.unwrap_err(),
+        Permission::Share,
+    );
 
     // A read grant: ids reach the shared dataset, unscoped recall covers
     // owned + shared, names still resolve among owned datasets only.
-    engine.share(&alice, "notes", &bob, Permission::Read).await.unwrap();
+    engine.access().share(&alice, "notes", &bob, Permission::Read).await.unwrap();
     let shared = texts(&engine.recall(&bob, &by_id).await.unwrap());
     assert!(shared.contains("vault"), "{shared}");
     let both = texts(&engine.recall(&bob, &chunks("vault code garden tulips")).await.unwrap());
     assert!(both.contains("vault") && both.contains("Tulips"), "{both}");
     let own = texts(&engine.recall(&bob, &chunks("vault code garden tulips").datasets(["notes"])).await.unwrap());
     assert!(!own.contains("vault"), "a name never reaches a shared dataset: {own}");
-    let listing = engine.datasets(&bob).await.unwrap();
+    let listing = engine.access().datasets(&bob).await.unwrap();
     let from_alice = listing.iter().find(|d| d.dataset.id == a.dataset_id).expect("listed");
     assert_eq!((from_alice.owned, from_alice.owner_email.as_deref()), (false, Some("alice@example.com")));
     assert_eq!(from_alice.permissions, vec![Permission::Read]);
@@ -116,18 +119,18 @@ async fn two_users_with_same_named_datasets(engine: &Engine) {
     assert!(!mine.contains("Tulips"), "{mine}");
 
     // A write grant: bob adds to alice's dataset; it stays hers.
-    engine.share(&alice, a.dataset_id, &bob, Permission::Write).await.unwrap();
+    engine.access().share(&alice, a.dataset_id, &bob, Permission::Write).await.unwrap();
     let added = engine.remember(&bob, a.dataset_id, &more).await.unwrap();
     assert_eq!(added.dataset_id, a.dataset_id);
     let hers = texts(&engine.recall(&alice, &chunks("Bob was here")).await.unwrap());
     assert!(hers.contains("Bob was here"), "{hers}");
-    let owner = engine.datasets(&alice).await.unwrap();
+    let owner = engine.access().datasets(&alice).await.unwrap();
     assert!(owner.iter().any(|d| d.dataset.id == a.dataset_id && d.owned));
 
     // Owners keep their permissions; revoking takes the grant away.
-    let err = engine.unshare(&alice, "notes", &alice, Permission::Read).await.unwrap_err();
+    let err = engine.access().unshare(&alice, "notes", &alice, Permission::Read).await.unwrap_err();
     assert_eq!(err.name(), "InvalidInputError");
-    engine.unshare(&alice, "notes", &bob, Permission::Read).await.unwrap();
+    engine.access().unshare(&alice, "notes", &bob, Permission::Read).await.unwrap();
     assert_denied(engine.recall(&bob, &by_id).await.unwrap_err(), Permission::Read);
 
     // A caller who can read nothing: the warm-up marker while the guard is
@@ -143,7 +146,7 @@ async fn two_users_with_same_named_datasets(engine: &Engine) {
 
     // Bob forgets his own "notes": alice's, with bob's addition, stays.
     engine.forget_dataset(&bob, "notes").await.unwrap();
-    assert!(engine.datasets(&bob).await.unwrap().iter().all(|d| d.dataset.id != b.dataset_id));
+    assert!(engine.access().datasets(&bob).await.unwrap().iter().all(|d| d.dataset.id != b.dataset_id));
     let hers = texts(&engine.recall(&alice, &chunks("vault code")).await.unwrap());
     assert!(hers.contains("vault"), "{hers}");
 }

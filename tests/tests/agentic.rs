@@ -203,8 +203,8 @@ async fn a_tool_needing_a_permission_the_caller_lacks_fails_the_request_with_403
     let owner = user(&engine, "owner@example.com").await;
     let reader = user(&engine, "reader@example.com").await;
     ops(&engine, &owner, tmp.path()).await;
-    let dataset = engine.dataset(&owner, "ops").await.unwrap();
-    engine.share(&owner, dataset.id, &reader, Permission::Read).await.unwrap();
+    let dataset = engine.access().dataset(&owner, "ops").await.unwrap();
+    engine.access().share(&owner, dataset.id, &reader, Permission::Read).await.unwrap();
 
     // The owner holds write: the registered tool runs and its result reaches the model.
     let mut request = agentic("Note that keys were checked.", &[]);

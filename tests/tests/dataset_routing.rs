@@ -143,7 +143,7 @@ async fn fixture(config: EngineConfig) -> (Engine, Arc<ControlledVectors>) {
     for (name, docs) in [("astronomy", ASTRONOMY), ("baking", BAKING), ("rust", RUST)] {
         let inputs: Vec<RememberInput> = docs.iter().map(|t| RememberInput::text(*t)).collect();
         engine.remember(&me(&engine).await, name, &inputs).await.unwrap();
-        let ds = engine.dataset(&me(&engine).await, name).await.unwrap();
+        let ds = engine.access().dataset(&me(&engine).await, name).await.unwrap();
         vectors.names.lock().unwrap().insert(ds.id, name.to_string());
     }
     (engine, vectors)

@@ -311,7 +311,7 @@ async fn data_survives_reopening_the_store() {
 /// The datasets the test user can see.
 async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
     let user = me(engine).await;
-    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
+    engine.access().datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }
 
 /// A store built with the hashing embedder, opened with the default (local)
@@ -340,7 +340,7 @@ async fn reembed_moves_a_dataset_to_the_configured_model_and_resumes() {
     let (before, ds) = {
         let (old, _) = build_engine(&hashing, OpenMode::Create).await.unwrap();
         old.remember(&me(&old).await, "docs", &sample_files()).await.unwrap();
-        let ds = old.dataset(&me(&old).await, "docs").await.unwrap().id;
+        let ds = old.access().dataset(&me(&old).await, "docs").await.unwrap().id;
         (counts(&old, ds).await, ds)
     };
     assert!(before.iter().any(|(n, c)| n == DOCUMENT_CHUNK_TEXT && *c > 2), "{before:?}");

@@ -424,13 +424,13 @@ fn dataset_names_are_taken_or_refused_and_a_refusal_writes_nothing() {
     runner
         .run(&hostile_text(), |name| {
             runtime.block_on(async {
-                let before = engine.datasets(&me).await.unwrap().len();
+                let before = engine.access().datasets(&me).await.unwrap().len();
                 let input = [recall_engine::RememberInput::text("A short note.")];
                 match engine.remember(&me, recall_core::DatasetRef::Name(name.clone()), &input).await {
                     Ok(outcome) => prop_assert_eq!(outcome.dataset_name, name),
                     Err(e) => {
                         prop_assert_eq!(e.name(), "InvalidInputError", "{}", e);
-                        prop_assert_eq!(engine.datasets(&me).await.unwrap().len(), before, "nothing created");
+                        prop_assert_eq!(engine.access().datasets(&me).await.unwrap().len(), before, "nothing created");
                     }
                 }
                 Ok(())

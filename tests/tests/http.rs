@@ -643,7 +643,7 @@ async fn skill_runs_are_recorded_beside_their_skill() {
     let (status, _) = json_of(post(&alice_key, elsewhere).await.unwrap()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let names: Vec<String> =
-        server.engine.datasets(&alice).await.unwrap().into_iter().map(|d| d.dataset.name).collect();
+        server.engine.access().datasets(&alice).await.unwrap().into_iter().map(|d| d.dataset.name).collect();
     assert!(!names.contains(&"fresh".to_string()), "a refused run creates no dataset: {names:?}");
     // Another user may not write into alice's dataset.
     let mut intruder = run(json!(0.5));

@@ -86,6 +86,7 @@ fn pairs(items: &[(&str, &str)]) -> BTreeSet<(String, String)> {
 
 async fn dataset_id(engine: &Engine, name: &str) -> DatasetId {
     engine
+        .access()
         .datasets(&me(engine).await)
         .await
         .unwrap()
@@ -628,7 +629,7 @@ async fn an_unreachable_graph_backend_is_an_error_not_a_fallback() {
 /// The datasets the test user can see.
 async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
     let user = me(engine).await;
-    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
+    engine.access().datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }
 
 /// A made-up capitalised name (the offline extractor's entities).

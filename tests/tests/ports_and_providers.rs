@@ -180,5 +180,5 @@ async fn remember_and_recall_through_an_openai_compatible_embedding_endpoint() {
 /// The datasets the test user can see.
 async fn my_datasets(engine: &recall_engine::Engine) -> Vec<recall_core::Dataset> {
     let user = me(engine).await;
-    engine.datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
+    engine.access().datasets(&user).await.unwrap().into_iter().map(|l| l.dataset).collect()
 }

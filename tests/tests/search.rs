@@ -34,7 +34,7 @@ async fn one_result_per_dataset_with_the_prompt_context_or_objects() {
     // only_context on the default GRAPH_COMPLETION: the user prompt, built with search()'s system prompt.
     let out = search(&engine, &SearchRequest::new("Which planet is the largest?").only_context(true)).await.unwrap();
     assert_eq!(out.len(), 1);
-    let ds = engine.dataset(&me(&engine).await, "space").await.unwrap();
+    let ds = engine.access().dataset(&me(&engine).await, "space").await.unwrap();
     assert_eq!(out[0]["dataset_id"], ds.id.to_string());
     assert_eq!(out[0]["dataset_name"], "space");
     assert_eq!(out[0]["dataset_tenant_id"], Value::Null);
@@ -111,7 +111,7 @@ async fn datasets_users_and_single_dataset_types_are_checked_in_order() {
     assert_eq!(out[0]["search_result"], serde_json::json!([]), "no skills in the dataset");
     // A dataset id wins over names.
     let mut by_id = SearchRequest::new("Mars").query_type(SearchType::Chunks).datasets(["space"]);
-    by_id.dataset_ids = Some(vec![engine.dataset(&me(&engine).await, "other").await.unwrap().id]);
+    by_id.dataset_ids = Some(vec![engine.access().dataset(&me(&engine).await, "other").await.unwrap().id]);
     let out = search(&engine, &by_id).await.unwrap();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["dataset_name"], "other");

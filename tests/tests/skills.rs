@@ -108,7 +108,7 @@ async fn the_gate_is_skipped_unless_one_dataset_graph_and_a_procedure_question()
         assert_eq!(explain.skills_added, 0, "{why}");
     }
     // A single dataset id works as well as a name.
-    let id = engine.dataset(&me(&engine).await, "ops").await.unwrap().id;
+    let id = engine.access().dataset(&me(&engine).await, "ops").await.unwrap().id;
     let mut by_id = base();
     by_id.dataset_ids = Some(vec![id]);
     assert!(!skills_of(&engine.recall(&me(&engine).await, &by_id).await.unwrap()).is_empty());
@@ -167,7 +167,10 @@ async fn adding_skills_validates_every_file_first_and_replaces_on_re_add() {
     let err = engine.add_skills(&me(&engine).await, "ops", &[tree.clone(), bad.clone()]).await.unwrap_err();
     assert!(matches!(err, RecallError::InvalidInput(ref m) if m.contains("invalid skill file")), "{err:?}");
     // Nothing was written: not even the dataset.
-    assert!(matches!(engine.dataset(&me(&engine).await, "ops").await, Err(RecallError::DatasetNotFound { .. })));
+    assert!(matches!(
+        engine.access().dataset(&me(&engine).await, "ops").await,
+        Err(RecallError::DatasetNotFound { .. })
+    ));
     let missing = engine.add_skills(&me(&engine).await, "ops", &[tmp.path().join("nope")]).await.unwrap_err();
     assert!(matches!(missing, RecallError::InvalidInput(_)));
     let empty = tmp.path().join("empty");

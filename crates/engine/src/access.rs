@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 
+use recall_core::ports::RelationalPorts;
 use recall_core::{Dataset, DatasetAccess, DatasetId, DatasetRef, Permission, RecallError, Result, User};
 
 use crate::Engine;
@@ -31,7 +32,19 @@ pub struct DatasetListing {
     pub permissions: Vec<Permission>,
 }
 
-impl Engine {
+/// The access service: users, datasets and grants, and every rule about
+/// who reaches which dataset. It owns nothing but the relational ports it
+/// reads; the engine holds one and goes through it for every dataset.
+#[derive(Clone)]
+pub struct Access {
+    relational: RelationalPorts,
+}
+
+impl Access {
+    pub(crate) fn new(relational: RelationalPorts) -> Self {
+        Self { relational }
+    }
+
     /// The datasets `user` holds any permission on, owned and shared, oldest
     /// first, with the owner and the permissions held.
     pub async fn datasets(&self, user: &User) -> Result<Vec<DatasetListing>> {
@@ -51,7 +64,7 @@ impl Engine {
     }
 
     /// Every dataset `user` holds `permission` on, oldest first.
-    pub(crate) async fn permitted(&self, user: &User, permission: Permission) -> Result<Vec<Dataset>> {
+    pub async fn permitted(&self, user: &User, permission: Permission) -> Result<Vec<Dataset>> {
         self.relational.datasets.permitted_datasets(user, permission).await
     }
 
@@ -79,47 +92,10 @@ impl Engine {
         pick_names(&named, &self.permitted(user, permission).await?, names, permission)
     }
 
-    /// The datasets a search reads (recall's graph lane, the legacy search):
-    /// ids (each readable) take precedence over names (strict); neither
-    /// means every readable dataset, which may be empty (the caller decides
-    /// between the warm-up marker and [`RecallError::no_permission_on_any`]).
-    /// An empty name list means "every readable one" too, but a caller who
-    /// can read nothing gets `DatasetNotFoundError` ("No datasets found.").
-    ///
-    /// One read of the store ([`recall_core::ports::DatasetStore::scope_read`])
-    /// gives the grants, the named datasets and their data versions, so a
-    /// revoke is seen by the next search, in any process; the versions are
-    /// observed as [`Engine::observe_data_versions`] would.
-    pub(crate) async fn readable_scope(
-        &self,
-        user: &User,
-        names: Option<&[String]>,
-        ids: Option<&[DatasetId]>,
-    ) -> Result<Vec<Dataset>> {
-        let ids = ids.filter(|ids| !ids.is_empty());
-        let names_to_read = match (ids, names) {
-            (None, Some(names)) => names,
-            _ => &[],
-        };
-        let read = self.relational.datasets.scope_read(user, names_to_read, Permission::Read).await?;
-        self.observe(read.versions).await?;
-        let scope = match (ids, names) {
-            (Some(ids), _) => pick_ids(&read.permitted, ids, Permission::Read)?,
-            (None, Some([])) if read.permitted.is_empty() => {
-                return Err(RecallError::DatasetNotFound { missing: vec![] })
-            }
-            (None, Some([]) | None) => read.permitted,
-            (None, Some(names)) => pick_names(&read.named, &read.permitted, names, Permission::Read)?,
-        };
-        let scope_ids: Vec<DatasetId> = scope.iter().map(|d| d.id).collect();
-        self.read_quarantine(&scope_ids).await?;
-        Ok(scope)
-    }
-
     /// One dataset for an operation that needs `permission`: a name among the
     /// caller's own datasets (404), an id among those the caller holds
     /// `permission` on (403).
-    pub(crate) async fn authorize(&self, user: &User, target: &DatasetRef, permission: Permission) -> Result<Dataset> {
+    pub async fn authorize(&self, user: &User, target: &DatasetRef, permission: Permission) -> Result<Dataset> {
         let found = match target {
             DatasetRef::Name(name) => self.resolve_names(user, std::slice::from_ref(name), permission).await?,
             DatasetRef::Id(id) => self.authorize_ids(user, std::slice::from_ref(id), permission).await?,
@@ -130,7 +106,7 @@ impl Engine {
     /// The dataset a write goes to: a name is the caller's own dataset,
     /// created (with the owner's four grants) when missing; an id must carry
     /// `write` for the caller.
-    pub(crate) async fn writable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
+    pub async fn writable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
         match target {
             DatasetRef::Name(name) => {
                 crate::ingest::remember::validate_dataset_name(name)?;
@@ -143,7 +119,7 @@ impl Engine {
     /// The dataset a delete goes to: a name the caller does not own (or that
     /// does not exist) is `Dataset '<name>' not found or not accessible.`
     /// (404); an id without `delete` is 403.
-    pub(crate) async fn deletable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
+    pub async fn deletable(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
         match self.authorize(user, target, Permission::Delete).await {
             Err(RecallError::DatasetNotFound { .. }) => Err(RecallError::DatasetNotAccessible(target.label())),
             other => other,
@@ -189,6 +165,74 @@ impl Engine {
         }
         self.relational.datasets.revoke(dataset.id, grantee.id, permission).await?;
         Ok(dataset)
+    }
+}
+
+impl Access {
+    /// The caller's own dataset with this name, created (with the owner's
+    /// four permissions) when missing.
+    pub async fn create_dataset(&self, user: &User, name: &str) -> Result<Dataset> {
+        self.writable(user, &DatasetRef::Name(name.to_string())).await
+    }
+
+    /// Gives (`grant`) or takes away a permission on several datasets: the
+    /// caller needs `share` on every one before anything changes (403).
+    pub async fn set_permission(
+        &self,
+        user: &User,
+        ids: &[DatasetId],
+        grantee: &User,
+        permission: Permission,
+        grant: bool,
+    ) -> Result<()> {
+        self.authorize_ids(user, ids, Permission::Share).await?;
+        for id in ids {
+            if grant {
+                self.share(user, DatasetRef::Id(*id), grantee, permission).await?;
+            } else {
+                self.unshare(user, DatasetRef::Id(*id), grantee, permission).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// The datasets a search reads (recall's graph lane, the legacy search):
+    /// ids (each readable) take precedence over names (strict); neither
+    /// means every readable dataset, which may be empty (the caller decides
+    /// between the warm-up marker and [`RecallError::no_permission_on_any`]).
+    /// An empty name list means "every readable one" too, but a caller who
+    /// can read nothing gets `DatasetNotFoundError` ("No datasets found.").
+    ///
+    /// One read of the store ([`recall_core::ports::DatasetStore::scope_read`])
+    /// gives the grants, the named datasets and their data versions, so a
+    /// revoke is seen by the next search, in any process; the versions are
+    /// observed as [`Engine::observe_data_versions`] would.
+    pub(crate) async fn readable_scope(
+        &self,
+        user: &User,
+        names: Option<&[String]>,
+        ids: Option<&[DatasetId]>,
+    ) -> Result<Vec<Dataset>> {
+        let ids = ids.filter(|ids| !ids.is_empty());
+        let names_to_read = match (ids, names) {
+            (None, Some(names)) => names,
+            _ => &[],
+        };
+        let read = self.relational.datasets.scope_read(user, names_to_read, Permission::Read).await?;
+        self.observe(read.versions).await?;
+        let scope = match (ids, names) {
+            (Some(ids), _) => pick_ids(&read.permitted, ids, Permission::Read)?,
+            (None, Some([])) if read.permitted.is_empty() => {
+                return Err(RecallError::DatasetNotFound { missing: vec![] })
+            }
+            (None, Some([]) | None) => read.permitted,
+            (None, Some(names)) => pick_names(&read.named, &read.permitted, names, Permission::Read)?,
+        };
+        let scope_ids: Vec<DatasetId> = scope.iter().map(|d| d.id).collect();
+        self.read_quarantine(&scope_ids).await?;
+        Ok(scope)
     }
 }
 

@@ -15,12 +15,6 @@ pub struct DatasetStatus {
 }
 
 impl Engine {
-    /// The caller's own dataset with this name, created (with the owner's
-    /// four permissions) when missing.
-    pub async fn create_dataset(&self, user: &User, name: &str) -> Result<Dataset> {
-        self.writable(user, &DatasetRef::Name(name.to_string())).await
-    }
-
     /// A readable dataset's data items, oldest first: `limit` of them from
     /// `offset`. An unreadable or unknown id is 403.
     pub async fn dataset_data(
@@ -30,7 +24,7 @@ impl Engine {
         limit: usize,
         offset: usize,
     ) -> Result<(Dataset, Vec<DataItem>)> {
-        let dataset = self.authorize(user, &DatasetRef::Id(dataset), Permission::Read).await?;
+        let dataset = self.access.authorize(user, &DatasetRef::Id(dataset), Permission::Read).await?;
         let mut items = self.relational.data.list_data(dataset.id).await?;
         items.sort_by_key(|i| i.created_at);
         let page = items.into_iter().skip(offset).take(limit).collect();
@@ -39,7 +33,7 @@ impl Engine {
 
     /// The number of data items in a readable dataset.
     pub async fn dataset_data_count(&self, user: &User, dataset: DatasetId) -> Result<u64> {
-        let dataset = self.authorize(user, &DatasetRef::Id(dataset), Permission::Read).await?;
+        let dataset = self.access.authorize(user, &DatasetRef::Id(dataset), Permission::Read).await?;
         self.relational.data.count_data(dataset.id).await
     }
 
@@ -52,9 +46,9 @@ impl Engine {
         pipelines: &[String],
     ) -> Result<Vec<DatasetStatus>> {
         let datasets = if ids.is_empty() {
-            self.permitted(user, Permission::Read).await?
+            self.access.permitted(user, Permission::Read).await?
         } else {
-            self.authorize_ids(user, ids, Permission::Read).await?
+            self.access.authorize_ids(user, ids, Permission::Read).await?
         };
         let mut out = Vec::with_capacity(datasets.len());
         for dataset in datasets {
@@ -75,50 +69,11 @@ impl Engine {
 
     /// Deletes every dataset the caller may delete; the number deleted.
     pub async fn forget_everything(&self, user: &User) -> Result<usize> {
-        let deletable = self.permitted(user, Permission::Delete).await?;
+        let deletable = self.access.permitted(user, Permission::Delete).await?;
         for dataset in &deletable {
             self.forget_dataset(user, DatasetRef::Id(dataset.id)).await?;
         }
         Ok(deletable.len())
-    }
-
-    /// Gives (`grant`) or takes away a permission on several datasets: the
-    /// caller needs `share` on every one before anything changes (403).
-    pub async fn set_permission(
-        &self,
-        user: &User,
-        ids: &[DatasetId],
-        grantee: &User,
-        permission: Permission,
-        grant: bool,
-    ) -> Result<()> {
-        self.authorize_ids(user, ids, Permission::Share).await?;
-        for id in ids {
-            if grant {
-                self.share(user, DatasetRef::Id(*id), grantee, permission).await?;
-            } else {
-                self.unshare(user, DatasetRef::Id(*id), grantee, permission).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The dataset a write goes to: the caller's own by name (created when
-    /// missing), or an id the caller may write to (403 otherwise).
-    /// An existing dataset the caller holds `permission` on: by name among
-    /// the caller's own (404), by id (403). Nothing is created.
-    pub async fn dataset_with(&self, user: &User, target: &DatasetRef, permission: Permission) -> Result<Dataset> {
-        self.authorize(user, target, permission).await
-    }
-
-    pub async fn writable_dataset(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
-        self.writable(user, target).await
-    }
-
-    /// The dataset a delete goes to: by name among the caller's own (404),
-    /// by id with `delete` (403).
-    pub async fn deletable_dataset(&self, user: &User, target: &DatasetRef) -> Result<Dataset> {
-        self.deletable(user, target).await
     }
 
     /// This engine with another chunk budget (words), for one request that

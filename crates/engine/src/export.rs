@@ -87,7 +87,7 @@ impl Engine {
         dataset: impl Into<DatasetRef>,
         page: usize,
     ) -> Result<(Dataset, GraphPages)> {
-        let dataset = self.dataset(user, dataset).await?;
+        let dataset = self.access.dataset(user, dataset).await?;
         let pages = GraphPages::new(self.graph.clone(), dataset.id, page);
         Ok((dataset, pages))
     }

@@ -20,7 +20,7 @@ use recall_core::session::SessionMemory;
 use recall_core::{RecallError, Result, SearchType, User};
 use recall_retrievers::{Retriever, RetrieverRegistry};
 
-pub use access::DatasetListing;
+pub use access::{Access, DatasetListing};
 pub use datasets::DatasetStatus;
 pub use export::{GraphPages, EXPORT_PAGE};
 pub use ingest::chunking::{chunk_text, TextChunk};
@@ -115,6 +115,8 @@ impl Default for EngineConfig {
 pub struct Engine {
     pub(crate) config: EngineConfig,
     pub(crate) relational: RelationalPorts,
+    /// Users, datasets and grants: every dataset rule.
+    pub(crate) access: access::Access,
     pub(crate) graph: Arc<dyn GraphStore>,
     pub(crate) vectors: Arc<dyn VectorStore>,
     pub(crate) embedder: Arc<dyn Embedder>,
@@ -288,6 +290,7 @@ impl EngineBuilder {
             extractor,
             summarizer,
             config: self.config,
+            access: access::Access::new(self.relational.clone()),
             relational: self.relational,
             graph: self.graph,
             vectors: self.vectors,
@@ -388,6 +391,11 @@ impl Engine {
 
     /// The settings this engine runs with (front ends read `access_control`
     /// to shape legacy search results).
+    /// The access service: datasets, grants and the dataset rule.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
     pub fn settings(&self) -> &EngineConfig {
         &self.config
     }
@@ -421,7 +429,7 @@ impl Engine {
         user: &User,
         dataset: impl Into<recall_core::DatasetRef>,
     ) -> Result<(recall_core::Dataset, recall_core::Subgraph)> {
-        let dataset = self.dataset(user, dataset).await?;
+        let dataset = self.access.dataset(user, dataset).await?;
         let graph = self.graph.get_graph(dataset.id).await?;
         Ok((dataset, graph))
     }

@@ -37,7 +37,7 @@ impl Engine {
         if texts.is_empty() {
             return Err(RecallError::invalid_input("Nothing to remember: give text or files."));
         }
-        let dataset = self.writable(user, target).await?;
+        let dataset = self.access.writable(user, target).await?;
         if let Some(sessions) = &self.sessions {
             let entry = SessionEntry::Qa {
                 question: String::new(),

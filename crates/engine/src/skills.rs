@@ -121,7 +121,7 @@ impl Engine {
         })
         .await?;
         self.check_collection_model(SKILL_SEARCH_TEXT, &target.label()).await?;
-        let dataset = self.writable(user, &target).await?;
+        let dataset = self.access.writable(user, &target).await?;
         for skill in &mut skills {
             skill.dataset_scope = vec![dataset.id.to_string()];
         }
@@ -156,7 +156,7 @@ impl Engine {
     ) -> Result<(Dataset, RecordedSkillRun)> {
         // A bad entry writes nothing, not even the dataset its name would create.
         entry.check()?;
-        let dataset = self.writable(user, target).await?;
+        let dataset = self.access.writable(user, target).await?;
         let recorded = self.store_skill_run(&dataset, &target.label(), session_id, entry).await?;
         Ok((dataset, recorded))
     }
@@ -208,7 +208,7 @@ impl Engine {
     /// The dataset's recorded skill runs (each node's payload), oldest first
     /// by start time, then by run id.
     pub async fn skill_runs(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Vec<Value>> {
-        let dataset = self.dataset(user, dataset).await?;
+        let dataset = self.access.dataset(user, dataset).await?;
         let mut runs: Vec<Value> = self
             .graph
             .nodes_by_type(dataset.id, SKILL_RUN_NODE_TYPE)
@@ -224,7 +224,7 @@ impl Engine {
 
     /// The dataset's skills, by name (every stored field, bodies included).
     pub async fn list_skills(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Vec<Skill>> {
-        let dataset = self.dataset(user, dataset).await?;
+        let dataset = self.access.dataset(user, dataset).await?;
         let mut skills: Vec<Skill> = self
             .graph
             .nodes_by_type(dataset.id, SKILL_NODE_TYPE)
@@ -294,7 +294,7 @@ impl Engine {
             (_, Some([name])) => DatasetRef::Name(name.clone()),
             _ => return Ok(None),
         };
-        match self.dataset(user, target).await {
+        match self.access.dataset(user, target).await {
             Ok(dataset) => Ok(Some(dataset)),
             Err(RecallError::DatasetNotFound { .. } | RecallError::PermissionDenied(_)) => Ok(None),
             Err(e) => Err(e),

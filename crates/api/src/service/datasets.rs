@@ -22,17 +22,17 @@ impl Application {
     /// The datasets the caller owns or was shared, with the owner and the
     /// caller's permissions.
     pub async fn datasets(&self, caller: &User) -> Result<Vec<DatasetListing>> {
-        self.engine.datasets(caller).await
+        self.engine.access().datasets(caller).await
     }
 
     /// The caller's dataset of this name, created when missing.
     pub async fn create_dataset(&self, caller: &User, name: &str) -> Result<Dataset> {
-        self.engine.create_dataset(caller, name).await
+        self.engine.access().create_dataset(caller, name).await
     }
 
     /// A dataset the caller may read: by name among the caller's own (404), by id (403).
     pub async fn dataset(&self, caller: &User, target: &DatasetRef) -> Result<Dataset> {
-        self.engine.dataset(caller, target).await
+        self.engine.access().dataset(caller, target).await
     }
 
     /// A readable dataset's data items, oldest first: `limit` from `offset`.
@@ -77,13 +77,13 @@ impl Application {
     pub async fn grant(&self, caller: &User, request: GrantRequest) -> Result<Vec<Dataset>> {
         let GrantRequest { datasets, grantee, permission, give } = request;
         for target in &datasets {
-            self.engine.dataset_with(caller, target, Permission::Share).await?;
+            self.engine.access().authorize(caller, target, Permission::Share).await?;
         }
         let mut changed = Vec::with_capacity(datasets.len());
         for target in datasets {
             changed.push(match give {
-                true => self.engine.share(caller, target, &grantee, permission).await?,
-                false => self.engine.unshare(caller, target, &grantee, permission).await?,
+                true => self.engine.access().share(caller, target, &grantee, permission).await?,
+                false => self.engine.access().unshare(caller, target, &grantee, permission).await?,
             });
         }
         Ok(changed)

@@ -31,7 +31,7 @@ impl Application {
     pub async fn forget(&self, caller: &User, request: ForgetRequest) -> Result<ForgetReport> {
         match request {
             ForgetRequest::Document { dataset, document } => {
-                let dataset = self.engine.deletable_dataset(caller, &dataset).await?;
+                let dataset = self.engine.access().deletable(caller, &dataset).await?;
                 let outcome = self.engine.forget_document(caller, DatasetRef::Id(dataset.id), &document).await?;
                 Ok(ForgetReport::Document { dataset, outcome })
             }

@@ -48,7 +48,7 @@ impl Application {
     ) -> Result<Vec<CognifyRun>> {
         let mut checked = Vec::with_capacity(datasets.len());
         for target in datasets {
-            checked.push(self.engine.writable_dataset(caller, target).await?);
+            checked.push(self.engine.access().writable(caller, target).await?);
         }
         let mut runs = Vec::with_capacity(checked.len());
         for dataset in checked {
@@ -75,7 +75,7 @@ impl Application {
         if !background {
             return self.engine.improve_sessions(caller, &dataset, alpha, &session_ids).await;
         }
-        let dataset = self.engine.dataset_with(caller, &dataset, Permission::Write).await?;
+        let dataset = self.engine.access().authorize(caller, &dataset, Permission::Write).await?;
         let running = ImproveOutcome::running(&dataset, session_ids.clone());
         let (engine, user, target) = (self.engine.clone(), caller.clone(), DatasetRef::Id(dataset.id));
         self.background.spawn(caller, &dataset.name, "improve", async move {

@@ -101,7 +101,7 @@ impl Application {
             return Ok(RememberReport::SessionStored { dataset, session_id, texts: inputs.len() });
         }
         if background {
-            let dataset = engine.writable_dataset(caller, &dataset).await?;
+            let dataset = engine.access().writable(caller, &dataset).await?;
             let (user, target) = (caller.clone(), DatasetRef::Id(dataset.id));
             self.background.spawn(caller, &dataset.name, "remember", async move {
                 engine.remember(&user, target.clone(), &inputs).await?;

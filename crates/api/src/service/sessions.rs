@@ -29,7 +29,7 @@ impl Application {
         entry: SessionEntry,
     ) -> Result<(Dataset, Result<StoredEntry>)> {
         let sessions = self.session_memory()?;
-        let dataset = self.engine.writable_dataset(caller, dataset).await?;
+        let dataset = self.engine.access().writable(caller, dataset).await?;
         let stored = sessions.remember_entry(caller, session_id, Some(dataset.id), entry).await;
         Ok((dataset, stored))
     }

@@ -39,7 +39,7 @@ impl Engine {
     /// grants and finally the dataset row, so an interrupted forget can simply
     /// be repeated; from its start, searches see nothing of the dataset.
     pub async fn forget_dataset(&self, user: &User, dataset: impl Into<DatasetRef>) -> Result<Dataset> {
-        let dataset = self.deletable(user, &dataset.into()).await?;
+        let dataset = self.access.deletable(user, &dataset.into()).await?;
         // The whole dataset hidden until it is gone (crate::visibility).
         self.relational.data.quarantine(dataset.id, Uuid::nil(), &[Uuid::nil()]).await?;
         self.bump_data_version(dataset.id).await?;
@@ -67,7 +67,7 @@ impl Engine {
         dataset: impl Into<DatasetRef>,
         document: &str,
     ) -> Result<ForgetOutcome> {
-        let dataset = self.deletable(user, &dataset.into()).await?;
+        let dataset = self.access.deletable(user, &dataset.into()).await?;
         let item = self.find_item(&dataset, document).await?;
         self.forget_item(dataset, item).await
     }

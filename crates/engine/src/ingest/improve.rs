@@ -138,7 +138,7 @@ impl Engine {
                 message: format!("feedback_alpha must be in (0, 1], got {alpha}."),
             });
         }
-        let dataset = self.authorize(user, target, Permission::Write).await?;
+        let dataset = self.access.authorize(user, target, Permission::Write).await?;
         let started = Instant::now();
         let mut stage = ImproveStage::completed("feedback_weights");
         match self.apply_ratings(dataset.id, alpha).await {

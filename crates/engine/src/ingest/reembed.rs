@@ -81,8 +81,8 @@ impl Engine {
         progress: &dyn ReembedProgress,
     ) -> Result<ReembedOutcome> {
         // An unknown name is a 404 (a write would create the dataset).
-        let found = self.dataset(user, dataset).await?;
-        let dataset = self.writable_dataset(user, &DatasetRef::Id(found.id)).await?;
+        let found = self.access.dataset(user, dataset).await?;
+        let dataset = self.access.writable(user, &DatasetRef::Id(found.id)).await?;
         let spec = self.embedder.spec();
         let names = self.vectors.collections().await?;
         let mut collections = Vec::new();
@@ -139,7 +139,7 @@ impl Engine {
         let rows = self.vectors.rows(name).await?;
         let datasets: BTreeSet<DatasetId> = rows.iter().map(|(d, _)| *d).collect();
         for other in &datasets {
-            self.writable_dataset(user, &DatasetRef::Id(*other)).await.map_err(|_| {
+            self.access.writable(user, &DatasetRef::Id(*other)).await.map_err(|_| {
                 RecallError::PermissionDenied(format!(
                     "Collection '{name}' also holds dataset {other}, which you may not write: its vectors would be rewritten too, so the collection cannot be re-embedded by you."
                 ))

@@ -179,7 +179,7 @@ impl Engine {
         // refuse before writing anything.
         self.check_collection_model(DOCUMENT_CHUNK_TEXT, &target.label()).await?;
 
-        let dataset = self.writable(user, &target).await?;
+        let dataset = self.access.writable(user, &target).await?;
 
         progress.stage("add", loaded.len());
         let (_, items) = self.add(user, &dataset, &loaded, progress).await?;
@@ -202,7 +202,7 @@ impl Engine {
         }
         let owned = inputs.to_vec();
         let loaded: Vec<LoadedInput> = crate::blocking(move || owned.iter().map(load).collect()).await?;
-        let dataset = self.writable(user, &target).await?;
+        let dataset = self.access.writable(user, &target).await?;
         let (pipeline_run_id, items) = self.add(user, &dataset, &loaded, &NoProgress).await?;
         Ok(AddOutcome { dataset, items, pipeline_run_id })
     }
@@ -313,7 +313,7 @@ impl Engine {
         dataset: impl Into<DatasetRef>,
         progress: &dyn RememberProgress,
     ) -> Result<RememberOutcome> {
-        let dataset = self.authorize(user, &dataset.into(), Permission::Write).await?;
+        let dataset = self.access.authorize(user, &dataset.into(), Permission::Write).await?;
         let mut items = Vec::new();
         // An item whose forget was interrupted is finished by forgetting it
         // again, not rebuilt.

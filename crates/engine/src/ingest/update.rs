@@ -55,7 +55,7 @@ impl Engine {
     ) -> Result<UpdateOutcome> {
         let started = Instant::now();
         let mut loaded = crate::blocking(move || load(&input).map(|l| vec![l])).await?;
-        let dataset = self.authorize(user, &DatasetRef::Id(dataset), Permission::Write).await?;
+        let dataset = self.access.authorize(user, &DatasetRef::Id(dataset), Permission::Write).await?;
         let old = self.relational.data.list_data(dataset.id).await?.into_iter().find(|i| i.id == data_id).ok_or_else(
             || RecallError::UpdateTargetNotFound(format!("Data item {data_id} not found in dataset {}.", dataset.id)),
         )?;

@@ -434,7 +434,7 @@ mod tests {
         let user = engine.relational().users.ensure_user("sketch@example.com").await.unwrap_or_else(|e| panic!("{e}"));
         let text = "Ada Lovelace worked with Charles Babbage on the Analytical Engine.";
         engine.remember(&user, "d", &[RememberInput::text(text)]).await.unwrap_or_else(|e| panic!("{e}"));
-        let dataset = engine.dataset(&user, "d").await.unwrap_or_else(|e| panic!("{e}")).id;
+        let dataset = engine.access().dataset(&user, "d").await.unwrap_or_else(|e| panic!("{e}")).id;
         let ask = |t: SearchType| RecallRequest::new("Who worked with Ada Lovelace?").query_type(t).only_context(true);
 
         for search_type in

@@ -298,7 +298,7 @@ async fn main() -> recall_core::Result<()> {
         .ok_or_else(|| recall_core::RecallError::backend_msg("the bench user vanished"))?;
 
     let chunks = if reuse {
-        let ds = engine.dataset(&user, "bench").await?;
+        let ds = engine.access().dataset(&user, "bench").await?;
         let chunks = engine.vectors().count(ds.id, recall_core::model::collections::DOCUMENT_CHUNK_TEXT).await?;
         println!("reusing {} ({chunks} chunks)", dir.display());
         chunks as usize
@@ -327,7 +327,7 @@ async fn main() -> recall_core::Result<()> {
         );
         outcome.chunks_written
     };
-    let ds = engine.dataset(&user, "bench").await?;
+    let ds = engine.access().dataset(&user, "bench").await?;
     let (nodes, edges) = engine.graph().count(ds.id).await?;
     println!("graph: {nodes} nodes, {edges} edges");
 
