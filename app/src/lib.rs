@@ -280,23 +280,6 @@ async fn build_neo4j(_settings: &Settings, url: &str) -> Result<Arc<dyn GraphSto
     Err(RecallError::invalid_input(format!("graph_url '{url}' needs the `neo4j` feature, which this build lacks")))
 }
 
-/// Health of every active adapter, for `recall doctor`.
-pub async fn doctor(engine: &Engine) -> Vec<(String, std::result::Result<(), String>)> {
-    engine
-        .component_health()
-        .await
-        .into_iter()
-        .map(|c| {
-            let label = match c.component {
-                "graph_db" => format!("graph: {}", c.provider),
-                "vector_db" => format!("vector: {}", c.provider),
-                _ => "relational".to_string(),
-            };
-            (label, c.outcome)
-        })
-        .collect()
-}
-
 #[cfg(feature = "lancedb")]
 async fn build_vector_store(uri: &str, settings: &Settings) -> Result<Arc<dyn VectorStore>> {
     let caches = recall_lancedb::LanceCaches::of_total(settings.lance_cache_bytes());

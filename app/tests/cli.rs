@@ -571,3 +571,27 @@ fn agentic_completion_answers_on_the_command_line() {
     assert_eq!(results[0]["dataset_name"], "ops", "{results}");
     assert_eq!(results[0]["search_result"], serde_json::json!(["Every night at two."]));
 }
+
+#[test]
+fn doctor_names_the_adapters_and_checks_each_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = recall(dir.path(), &["doctor"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let out = stdout(&ok);
+    assert!(out.contains("relational: Sqlite") && out.contains("llm:        none"), "{out}");
+    for line in ["ok    relational", "ok    vector: lancedb", "ok    graph: sql-graph"] {
+        assert!(out.lines().any(|l| l == line), "{line:?} missing: {out}");
+    }
+
+    // A graph store it cannot build fails the command, saying why.
+    let bad = Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("doctor")
+        .env("RECALL_GRAPH_URL", "ftp://graph.invalid")
+        .env_remove("LLM_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success(), "{}", stdout(&bad));
+    assert!(stderr(&bad).contains("Unsupported graph_url 'ftp://graph.invalid'"), "{}", stderr(&bad));
+}
