@@ -58,10 +58,9 @@ pub(crate) async fn run(reader: Option<(Application, User)>, command: SessionCom
             _ => Ok(()),
         };
     };
-    let sessions = app.session_memory()?;
     match command {
         SessionCommand::List { json } => {
-            let listed = sessions.list_sessions(&user).await?;
+            let listed = app.sessions(&user).await?;
             if json {
                 return print_json(&listed);
             }
@@ -80,7 +79,7 @@ pub(crate) async fn run(reader: Option<(Application, User)>, command: SessionCom
             Ok(())
         }
         SessionCommand::Show { session_id, last, json } => {
-            let entries = sessions.qa_entries(&user, &session_id, last).await?;
+            let entries = app.session_turns(&user, &session_id, last).await?;
             if json {
                 return print_json(&entries);
             }
@@ -100,27 +99,27 @@ pub(crate) async fn run(reader: Option<(Application, User)>, command: SessionCom
             if score.is_none() && text.is_none() {
                 return Err(RecallError::invalid_input("give --score N (1 to 5), --text T, or both"));
             }
-            if !sessions.add_feedback(&user, &session_id, &qa_id, text, score).await? {
+            if !app.rate_answer(&user, &session_id, &qa_id, text, score).await? {
                 return Err(missing(&qa_id, &session_id));
             }
             println!("Feedback recorded on {qa_id}.");
             Ok(())
         }
         SessionCommand::DeleteFeedback { session_id, qa_id } => {
-            if !sessions.delete_feedback(&user, &session_id, &qa_id).await? {
+            if !app.unrate_answer(&user, &session_id, &qa_id).await? {
                 return Err(missing(&qa_id, &session_id));
             }
             println!("Feedback removed from {qa_id}.");
             Ok(())
         }
         SessionCommand::Guidance { session_id, profile } => {
-            for entry in sessions.session_context(&user, &session_id, "", &profile).await? {
+            for entry in app.session_guidance(&user, &session_id, &profile).await? {
                 println!("{}", entry.content);
             }
             Ok(())
         }
         SessionCommand::Delete { session_id } => {
-            if sessions.delete_session(&user, &session_id).await? {
+            if app.delete_session(&user, &session_id).await? {
                 println!("Deleted session '{session_id}'.");
             } else {
                 println!("No session '{session_id}'.");

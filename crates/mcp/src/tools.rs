@@ -637,10 +637,7 @@ async fn session_feedback(server: &Acting<'_>, args: FeedbackArgs) -> Result<Cal
         return Ok(refusal("Error: score must be an integer from 1 to 5."));
     }
     let user: &User = &server.user;
-    let outcome = async {
-        let sessions = server.app.session_memory()?;
-        sessions.add_feedback(user, &args.session_id, &args.qa_id, args.text.clone(), Some(args.score)).await
-    };
+    let outcome = server.app.rate_answer(user, &args.session_id, &args.qa_id, args.text.clone(), Some(args.score));
     Ok(match outcome.await {
         Ok(true) => text(format!("Feedback recorded for answer '{}' of session '{}'.", args.qa_id, args.session_id)),
         Ok(false) => {

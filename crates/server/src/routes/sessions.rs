@@ -91,8 +91,9 @@ pub async fn remember_entry(
         _ => return Err(invalid_request("session_id is required for qa, trace and feedback entries")),
     };
     let app = state.app();
-    app.session_memory()
-        .map_err(|_| ApiError::error(StatusCode::SERVICE_UNAVAILABLE, "Remember service temporarily unavailable."))?;
+    if !app.sessions_on() {
+        return Err(ApiError::error(StatusCode::SERVICE_UNAVAILABLE, "Remember service temporarily unavailable."));
+    }
     let target = match body.dataset_id {
         Some(id) => DatasetRef::Id(id),
         None => DatasetRef::Name(body.dataset_name.clone()),
@@ -217,8 +218,7 @@ pub async fn list(
     };
     let by_start = get("order_by") == Some("started_at");
 
-    let sessions = state.app().session_memory()?;
-    let mut rows = sessions.list_sessions(&user).await?;
+    let mut rows = state.app().sessions(&user).await?;
     if let Some(window) = window {
         let since = now_millis() - window;
         rows.retain(|s| s.updated_at >= since);
@@ -248,12 +248,12 @@ pub async fn detail(
     Path(session_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let not_found = || ApiError::detail(StatusCode::NOT_FOUND, "session not found");
-    let sessions = state.app().session_memory()?;
-    let listed = sessions.list_sessions(&user).await?;
+    let app = state.app();
+    let listed = app.sessions(&user).await?;
     let info = listed.iter().find(|s| s.session_id == session_id).ok_or_else(not_found)?;
-    let qas = sessions.qa_entries(&user, &session_id, Some(20)).await?;
-    let traces = sessions.trace_steps(&user, &session_id, Some(20)).await?;
-    let first_question = sessions.qa_entries(&user, &session_id, None).await?.into_iter().next().map(|q| q.question);
+    let qas = app.session_turns(&user, &session_id, Some(20)).await?;
+    let traces = app.session_traces(&user, &session_id, Some(20)).await?;
+    let first_question = app.session_turns(&user, &session_id, None).await?.into_iter().next().map(|q| q.question);
     let label = first_question
         .filter(|q| !q.trim().is_empty())
         .map(|q| q.chars().take(120).collect::<String>())
