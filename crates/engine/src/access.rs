@@ -142,8 +142,7 @@ impl Access {
         permission: Permission,
     ) -> Result<Dataset> {
         let dataset = self.authorize(user, &target.into(), Permission::Share).await?;
-        check_same_tenant(&dataset, grantee)?;
-        self.relational.datasets.grant(dataset.id, grantee.id, permission).await?;
+        self.give(&dataset, grantee, permission).await?;
         Ok(dataset)
     }
 
@@ -157,14 +156,25 @@ impl Access {
         permission: Permission,
     ) -> Result<Dataset> {
         let dataset = self.authorize(user, &target.into(), Permission::Share).await?;
+        self.revoke(&dataset, grantee, permission).await?;
+        Ok(dataset)
+    }
+
+    /// A grant on an authorized dataset; grants stay within its tenant.
+    async fn give(&self, dataset: &Dataset, grantee: &User, permission: Permission) -> Result<()> {
+        check_same_tenant(dataset, grantee)?;
+        self.relational.datasets.grant(dataset.id, grantee.id, permission).await
+    }
+
+    /// A revoke on an authorized dataset; the owner's own permissions stay.
+    async fn revoke(&self, dataset: &Dataset, grantee: &User, permission: Permission) -> Result<()> {
         if grantee.id == dataset.owner_id {
             return Err(RecallError::invalid_input(format!(
                 "{} owns dataset '{}': an owner's permissions cannot be revoked.",
                 grantee.email, dataset.name
             )));
         }
-        self.relational.datasets.revoke(dataset.id, grantee.id, permission).await?;
-        Ok(dataset)
+        self.relational.datasets.revoke(dataset.id, grantee.id, permission).await
     }
 }
 
@@ -176,24 +186,28 @@ impl Access {
     }
 
     /// Gives (`grant`) or takes away a permission on several datasets: the
-    /// caller needs `share` on every one before anything changes (403).
+    /// caller needs `share` on every one (a name among the caller's own:
+    /// 404; an id: 403) before anything changes. The datasets changed.
     pub async fn set_permission(
         &self,
         user: &User,
-        ids: &[DatasetId],
+        targets: &[DatasetRef],
         grantee: &User,
         permission: Permission,
         grant: bool,
-    ) -> Result<()> {
-        self.authorize_ids(user, ids, Permission::Share).await?;
-        for id in ids {
+    ) -> Result<Vec<Dataset>> {
+        let mut checked = Vec::with_capacity(targets.len());
+        for target in targets {
+            checked.push(self.authorize(user, target, Permission::Share).await?);
+        }
+        for dataset in &checked {
             if grant {
-                self.share(user, DatasetRef::Id(*id), grantee, permission).await?;
+                self.give(dataset, grantee, permission).await?;
             } else {
-                self.unshare(user, DatasetRef::Id(*id), grantee, permission).await?;
+                self.revoke(dataset, grantee, permission).await?;
             }
         }
-        Ok(())
+        Ok(checked)
     }
 }
 

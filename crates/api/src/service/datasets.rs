@@ -76,16 +76,6 @@ impl Application {
     /// on every one before anything changes (403, or 404 for a name).
     pub async fn grant(&self, caller: &User, request: GrantRequest) -> Result<Vec<Dataset>> {
         let GrantRequest { datasets, grantee, permission, give } = request;
-        for target in &datasets {
-            self.engine.access().authorize(caller, target, Permission::Share).await?;
-        }
-        let mut changed = Vec::with_capacity(datasets.len());
-        for target in datasets {
-            changed.push(match give {
-                true => self.engine.access().share(caller, target, &grantee, permission).await?,
-                false => self.engine.access().unshare(caller, target, &grantee, permission).await?,
-            });
-        }
-        Ok(changed)
+        self.engine.access().set_permission(caller, &datasets, &grantee, permission, give).await
     }
 }
