@@ -47,19 +47,26 @@ impl RememberRequest {
             chunk_size: None,
         }
     }
-}
 
-impl RememberRequest {
     /// What can be refused before storage is opened: nothing to remember,
     /// an unsupported or unreadable file, a blank text, a zero chunk size.
+    /// (It reads every file: a front end that opens storage lazily calls it
+    /// first; [`Application::remember`] leaves the reading to the engine,
+    /// which reads every input before it writes anything.)
     pub fn check(&self) -> Result<()> {
+        self.check_shape()?;
+        recall_engine::check_inputs(&self.inputs)
+    }
+
+    /// The checks that read nothing.
+    fn check_shape(&self) -> Result<()> {
         if self.inputs.is_empty() {
             return Err(RecallError::invalid_input("Nothing to remember: pass at least one text or file."));
         }
         if self.chunk_size == Some(0) {
             return Err(RecallError::invalid_input("chunk_size must be positive"));
         }
-        recall_engine::check_inputs(&self.inputs)
+        Ok(())
     }
 }
 
@@ -90,7 +97,7 @@ impl Application {
         request: RememberRequest,
         progress: &dyn RememberProgress,
     ) -> Result<RememberReport> {
-        request.check()?;
+        request.check_shape()?;
         let RememberRequest { dataset, inputs, session_id, background, self_improvement, chunk_size } = request;
         let engine = match chunk_size {
             Some(words) => self.engine.with_chunk_size(words)?,
@@ -101,6 +108,8 @@ impl Application {
             return Ok(RememberReport::SessionStored { dataset, session_id, texts: inputs.len() });
         }
         if background {
+            // The engine would refuse bad input only once the run has started.
+            recall_engine::check_inputs(&inputs)?;
             let dataset = engine.access().writable(caller, &dataset).await?;
             let (user, target) = (caller.clone(), DatasetRef::Id(dataset.id));
             self.background.spawn(caller, &dataset.name, "remember", async move {
